@@ -1,0 +1,136 @@
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# zcx: kernel module, library, selftests.  "make help" lists the targets.
+
+TOP     := $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD   := $(TOP)/build
+VERSION := $(shell sed -n 's/^PACKAGE_VERSION="*\([^"]*\)"*$$/\1/p' $(TOP)/dkms.conf)
+SOVERSION := 1
+# The library's own version; its major is the SONAME's.
+LIB_VERSION := $(SOVERSION).0.0
+
+# Kernel to build the module for: the newest installed one by default.
+KVER ?= $(shell $(TOP)/scripts/kernels.sh 6.12 2>/dev/null || uname -r)
+KDIR ?= /lib/modules/$(KVER)/build
+
+PREFIX  ?= /usr/local
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+
+CC      ?= cc
+WARN    := -Wall -Wextra -Werror
+CFLAGS  ?= -O2 -g
+LIB_CFLAGS := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
+	      -I$(TOP)/uapi -I$(TOP)/libshim
+
+LIB_SRCS := $(wildcard $(TOP)/libshim/*.c)
+LIB_HDRS := $(wildcard $(TOP)/libshim/*.h) $(TOP)/uapi/zcx_uapi.h
+LIB_OBJS := $(patsubst $(TOP)/libshim/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
+LIB_SO   := $(BUILD)/lib/libzcx.so.$(LIB_VERSION)
+LIB_A    := $(BUILD)/lib/libzcx.a
+LIB_PC   := $(BUILD)/lib/libzcx.pc
+KTOOLS   := $(BUILD)/ktools
+
+.PHONY: all lib module clean-module selftests examples bench bench-reg check check-quick demo \
+	vm-shell ktools dkms-install clean help
+
+all: lib selftests examples
+
+help:
+	@echo "make                 library and selftests (userspace)"
+	@echo "make module          zcx.ko for KVER (default $(KVER)) in build/kmod-KVER"
+	@echo "make check           everything, both kernels, in QEMU (what CI runs)"
+	@echo "make check-quick     6.12 only, module from the tree, no DKMS/lint"
+	@echo "make demo            load zcx.ko in a 6.12 guest and query it"
+	@echo "make vm-shell        interactive shell in a guest with zcx loaded"
+	@echo "make dkms-install    install the module on this machine through DKMS"
+	@echo "make bench-reg       registration benchmark in a 6.12 guest -> results/"
+
+# --- kernel module ---------------------------------------------------------
+
+module:
+	$(TOP)/scripts/kmod-build.sh $(KVER) $(KDIR) $(BUILD)/kmod-$(KVER)
+
+clean-module:
+	rm -rf $(BUILD)/kmod-*
+
+dkms-install:
+	$(TOP)/scripts/dkms-install.sh $(KVER)
+
+# --- library ---------------------------------------------------------------
+
+lib: $(LIB_SO) $(LIB_A) $(LIB_PC)
+
+$(BUILD)/lib/%.o: $(TOP)/libshim/%.c $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(LIB_SO): $(LIB_OBJS) $(TOP)/libshim/libzcx.map
+	$(CC) -shared -Wl,-soname,libzcx.so.$(SOVERSION) \
+		-Wl,--version-script=$(TOP)/libshim/libzcx.map -o $@ $(LIB_OBJS)
+	ln -sf $(notdir $@) $(BUILD)/lib/libzcx.so.$(SOVERSION)
+	ln -sf libzcx.so.$(SOVERSION) $(BUILD)/lib/libzcx.so
+
+$(LIB_A): $(LIB_OBJS)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(LIB_PC): $(TOP)/libshim/libzcx.pc.in $(TOP)/dkms.conf
+	@mkdir -p $(dir $@)
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# --- examples --------------------------------------------------------------
+
+EXAMPLES := $(patsubst $(TOP)/examples/%.c,$(BUILD)/examples/%,$(wildcard $(TOP)/examples/*.c))
+
+examples: $(EXAMPLES)
+
+# Linked as a user would, against the shared library (rpath to build/lib).
+$(BUILD)/examples/%: $(TOP)/examples/%.c $(LIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
+		-I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
+
+# --- benchmarks ------------------------------------------------------------
+
+# reg_bench measures ibv_reg_mr too when libibverbs is installed.
+VERBS_LIBS := $(shell pkg-config --libs libibverbs 2>/dev/null)
+BENCH_VERBS := $(if $(VERBS_LIBS),-DHAVE_VERBS)
+
+bench: $(BUILD)/bench/reg_bench
+
+$(BUILD)/bench/reg_bench: $(TOP)/bench/reg_bench.c $(LIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) $(BENCH_VERBS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx $(VERBS_LIBS)
+
+bench-reg:
+	$(TOP)/scripts/bench-reg.sh
+
+# --- selftests -------------------------------------------------------------
+
+ktools:
+	$(TOP)/scripts/kernel-tools.sh $(KTOOLS)
+
+selftests: ktools
+	$(MAKE) -C $(TOP)/selftests OUTPUT=$(BUILD)/selftests \
+		KSFT_DIR=$(KTOOLS)/tools/testing/selftests ZCX_TOP=$(TOP)
+
+# --- tests and demo in QEMU ------------------------------------------------
+
+check:
+	$(TOP)/scripts/check.sh
+
+check-quick:
+	ZCX_QUICK=1 $(TOP)/scripts/check.sh
+
+demo: lib
+	$(TOP)/scripts/demo.sh
+
+vm-shell:
+	$(TOP)/scripts/vm-run.sh --kernel $(KVER) --shell
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * ioctl.c - ioctl dispatch, argument copying and the query command.
+ */
+#include <linux/errno.h>
+#include <linux/fs.h>
+#include <linux/mm.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
+
+#include "zcx.h"
+#include "zcx_uapi.h"
+
+/* Largest argument we copy; far above any struct, bounds a hostile size. */
+#define ZCX_MAX_ARG_SIZE	PAGE_SIZE
+
+/*
+ * Copy an extensible argument in.  The caller's size comes from the
+ * command; fields it did not pass read as zero and bytes past what this
+ * kernel knows must be zero.  Every malformed argument is EINVAL.
+ */
+static int zcx_copy_arg_in(void *karg, size_t ksize, size_t min_size,
+			   unsigned int cmd, void __user *uarg)
+{
+	size_t usize = _IOC_SIZE(cmd);
+	int ret;
+
+	if (_IOC_DIR(cmd) != (_IOC_READ | _IOC_WRITE))
+		return -EINVAL;
+	if (usize < min_size || usize > ZCX_MAX_ARG_SIZE)
+		return -EINVAL;
+	ret = copy_struct_from_user(karg, ksize, uarg, usize);
+	return ret == -E2BIG ? -EINVAL : ret;
+}
+
+/* Copy a result out, no more than the caller's structure holds. */
+static int zcx_copy_arg_out(const void *karg, size_t ksize, unsigned int cmd,
+			    void __user *uarg)
+{
+	size_t usize = min_t(size_t, _IOC_SIZE(cmd), ksize);
+
+	if (copy_to_user(uarg, karg, usize))
+		return -EFAULT;
+	return 0;
+}
+
+static bool zcx_reserved_is_zero(const __u64 *reserved, size_t count)
+{
+	return !memchr_inv(reserved, 0, count * sizeof(*reserved));
+}
+
+static long zcx_ioctl_query(unsigned int cmd, void __user *uarg)
+{
+	struct zcx_query q;
+	int ret;
+
+	ret = zcx_copy_arg_in(&q, sizeof(q), sizeof(q), cmd, uarg);
+	if (ret)
+		return ret;
+	if (q.flags || !zcx_reserved_is_zero(q.reserved, ARRAY_SIZE(q.reserved)))
+		return -EINVAL;
+
+	/* Built whole from a zeroed struct: no stack bytes reach the user. */
+	memset(&q, 0, sizeof(q));
+	q.abi_version = ZCX_ABI_VERSION;
+	q.features = ZCX_FEATURES_KNOWN;
+	q.cache_entries = zcx_cache_entries;
+	q.ring_depth = zcx_ring_depth;
+	q.zcopy_threshold = zcx_zcopy_threshold;
+	q.page_size = PAGE_SIZE;
+	q.cache_bytes = zcx_cache_bytes;
+	return zcx_copy_arg_out(&q, sizeof(q), cmd, uarg);
+}
+
+static long zcx_ioctl_mr_reg(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg)
+{
+	struct zcx_mr_reg reg;
+	int ret;
+
+	ret = zcx_copy_arg_in(&reg, sizeof(reg), sizeof(reg), cmd, uarg);
+	if (ret)
+		return ret;
+	if (!zcx_reserved_is_zero(reg.reserved, ARRAY_SIZE(reg.reserved)))
+		return -EINVAL;
+	ret = zcx_mr_register(ctx, &reg);
+	if (ret)
+		return ret;
+	ret = zcx_copy_arg_out(&reg, sizeof(reg), cmd, uarg);
+	/* The caller cannot learn the handle: do not leave a reference behind. */
+	if (ret)
+		zcx_mr_deregister(ctx, reg.handle);
+	return ret;
+}
+
+static long zcx_ioctl_mr_dereg(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg)
+{
+	struct zcx_mr_dereg dereg;
+	int ret;
+
+	ret = zcx_copy_arg_in(&dereg, sizeof(dereg), sizeof(dereg), cmd, uarg);
+	if (ret)
+		return ret;
+	if (dereg.flags || dereg.pad ||
+	    !zcx_reserved_is_zero(dereg.reserved, ARRAY_SIZE(dereg.reserved)))
+		return -EINVAL;
+	return zcx_mr_deregister(ctx, dereg.handle);
+}
+
+static long zcx_ioctl_mr_flush(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg)
+{
+	struct zcx_mr_flush flush;
+	int ret;
+
+	ret = zcx_copy_arg_in(&flush, sizeof(flush), sizeof(flush), cmd, uarg);
+	if (ret)
+		return ret;
+	if (flush.flags || flush.flushed ||
+	    !zcx_reserved_is_zero(flush.reserved, ARRAY_SIZE(flush.reserved)))
+		return -EINVAL;
+	flush.flushed = zcx_mr_flush(ctx);
+	return zcx_copy_arg_out(&flush, sizeof(flush), cmd, uarg);
+}
+
+static long zcx_ioctl_limits(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg)
+{
+	struct zcx_limits limits;
+	int ret;
+
+	ret = zcx_copy_arg_in(&limits, sizeof(limits), sizeof(limits), cmd, uarg);
+	if (ret)
+		return ret;
+	if (!zcx_reserved_is_zero(limits.reserved, ARRAY_SIZE(limits.reserved)))
+		return -EINVAL;
+	ret = zcx_mr_set_limits(ctx, &limits);
+	if (ret)
+		return ret;
+	return zcx_copy_arg_out(&limits, sizeof(limits), cmd, uarg);
+}
+
+long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct zcx_ctx *ctx = file->private_data;
+	void __user *uarg = (void __user *)arg;
+	int ret;
+
+	if (_IOC_TYPE(cmd) != ZCX_IOC_MAGIC)
+		return -ENOTTY;
+	ret = zcx_ctx_check_caller(ctx);
+	if (ret)
+		return ret;
+
+	/* Match on number only: the size is the caller's struct version. */
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(ZCX_IOC_QUERY):
+		return zcx_ioctl_query(cmd, uarg);
+	case _IOC_NR(ZCX_IOC_MR_REG):
+		return zcx_ioctl_mr_reg(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_MR_DEREG):
+		return zcx_ioctl_mr_dereg(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_MR_FLUSH):
+		return zcx_ioctl_mr_flush(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_LIMITS):
+		return zcx_ioctl_limits(ctx, cmd, uarg);
+	default:
+		return -ENOTTY;
+	}
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zcx_internal.h - what the files of libzcx share; not installed.
+ */
+#ifndef ZCX_INTERNAL_H
+#define ZCX_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zcx.h"
+
+#define ZCX_EXPORT __attribute__((visibility("default")))
+
+/* One cached registration (the library's front cache entry). */
+struct zcx_mr {
+	uintptr_t addr;
+	size_t len;
+	unsigned int access;
+	unsigned int refs;		/* zcx_mr_reg() calls not yet released */
+	bool detached;			/* stale: out of the table, freed at refs 0 */
+	uint32_t slot;
+	uint64_t gen;
+	uint64_t handle;
+	struct zcx_mr *hash_next;	/* bucket chain */
+	struct zcx_mr *lru_prev, *lru_next;	/* unused entries, oldest first */
+};
+
+struct zcx_mr_cache {
+	struct zcx_mr **buckets;
+	size_t nbuckets;		/* a power of two */
+	struct zcx_mr lru;		/* list head of unused entries */
+	struct zcx_mr detached;		/* list head of stale entries in use */
+	size_t nunused, max_unused;
+	struct zcx_mr_stats stats;
+};
+
+struct zcx {
+	int fd;
+	unsigned long fork_gen;		/* zcx_fork_gen when opened */
+	const struct zcx_status *status;
+	size_t status_size;
+	const uint64_t *gens;
+	const struct zcx_event *events;
+	pthread_mutex_t lock;		/* the front cache */
+	struct zcx_mr_cache cache;
+	pthread_mutex_t events_lock;	/* event draining */
+	uint64_t event_next;		/* next event of the ring to deliver */
+};
+
+/* zcx.c */
+int zcx_ioctl(const struct zcx *zcx, unsigned long cmd, void *arg);
+int zcx_check_owner(const struct zcx *zcx);
+
+/* mr.c */
+int zcx_mr_cache_init(struct zcx *zcx);
+void zcx_mr_cache_fini(struct zcx *zcx);
+
+#endif /* ZCX_INTERNAL_H */

@@ -1,0 +1,20 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# demo.sh [KERNEL] - see zcx working: boot a Debian kernel (default 6.12)
+# in QEMU, load zcx.ko built from this tree, and run the examples.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+kernel=${1:-6.12}
+"$top/scripts/install-deps.sh"
+make -s -C "$top" lib examples
+exec "$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -- bash -c '
+	set -e
+	echo "== guest kernel $(uname -r); zcx.ko loaded from the tree"
+	ls -l /dev/zcx
+	echo "== build/examples/zcx_info"
+	build/examples/zcx_info
+	echo "== build/examples/zcx_regcache"
+	build/examples/zcx_regcache
+'

@@ -1,0 +1,40 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# install-deps.sh [bench] - install the Debian packages that building and
+# testing zcx needs (with "bench": also what the benchmarks compare
+# against), if any is missing (needs root for that).  Output goes to
+# build/logs/apt.log; quiet when everything is present.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+packages=(
+	build-essential kmod cpio xz-utils gzip pkg-config dkms sparse
+	busybox-static qemu-system-x86 iproute2
+	linux-image-amd64 linux-headers-amd64
+	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
+)
+if [ "${1:-}" = bench ]; then
+	packages+=(libibverbs-dev ibverbs-providers rdma-core)
+fi
+
+missing=()
+for pkg in "${packages[@]}"; do
+	status=$(dpkg-query -W -f '${db:Status-Status}' "$pkg" 2>/dev/null || true)
+	[ "$status" = installed ] || missing+=("$pkg")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "install-deps: missing packages (run as root to install): ${missing[*]}" >&2
+	exit 1
+fi
+mkdir -p "$top/build/logs"
+log=$top/build/logs/apt.log
+echo "installing: ${missing[*]} (log: $log)"
+export DEBIAN_FRONTEND=noninteractive
+if ! { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; } > "$log" 2>&1; then
+	tail -n 30 "$log" >&2
+	echo "install-deps: apt-get failed; see $log" >&2
+	exit 1
+fi

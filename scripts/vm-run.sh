@@ -1,0 +1,228 @@
+#!/bin/bash
+# Run a command (or a shell) in a throw-away QEMU guest booting one of the
+# installed Debian kernels, with the zcx module loaded.
+#
+# Usage: scripts/vm-run.sh [options] [--] [command ...]
+#
+#   -k, --kernel K     6.1 | 6.12 | full kver (default 6.12); 6.1 means the
+#                      newest /boot/vmlinuz-6.1.*
+#   -m, --module M     tree: make module, insmod build/kmod-<kver>/zcx.ko
+#                      dkms: scripts/dkms-install.sh <kver>, modprobe zcx
+#                      none: load nothing                   (default tree)
+#       --ko PATH      tree mode: insmod PATH instead, without building;
+#                      /dev/zcx is only checked if PATH is named zcx.ko
+#   -c, --cmd STRING   command for bash -c in the guest; trailing arguments
+#                      are joined with spaces like ssh does (default: true)
+#   -s, --shell        interactive shell on the console instead of a command
+#   -t, --timeout S    wall-clock limit for the VM (default 900, env
+#                      VM_TIMEOUT; none for --shell unless given)
+#   -o, --out DIR      run directory (default build/vm/run-<kernel>-<pid>)
+#   -v, --verbose      stream the serial console to the terminal
+#   -q, --quiet        print only the command's output (the default)
+#   -h, --help
+#
+# The guest sees the host's / read-only and the repository tree read-write at
+# the same path; the command runs as root in the repository top with
+# HOME=/tmp. The run directory gets console.log, output.log, dmesg.log, rc.
+#
+# Exit status: the command's status; 124 timeout; 125 module build or load
+# failure; 126 kernel splat in the guest log if the command succeeded (else
+# the splat is only reported); 127 no status from the guest (boot failure or
+# crash).
+#
+# Environment: VM_MEM (MiB, 2048), VM_SMP (2), VM_TIMEOUT, VM_EXTRA_APPEND
+# (added to the kernel command line), VM_KERNEL_IMAGE (boot this bzImage
+# with the module directory of -k), VM_ACCEL (qemu -accel, default
+# tcg,thread=single; "tcg" is faster for parallel loads but flaky).
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
+die() { echo "vm-run: $*" >&2; exit 2; }
+
+kernel=6.12 mode=tree ko='' cmd='' shell=0 out='' verbose=0
+timeout=${VM_TIMEOUT:-}
+while [ $# -gt 0 ]; do
+	case $1 in
+	-k | --kernel) kernel=${2:?$1 needs an argument}; shift ;;
+	-m | --module) mode=${2:?$1 needs an argument}; shift ;;
+	--ko) ko=${2:?$1 needs an argument}; shift ;;
+	-c | --cmd) cmd=${2?$1 needs an argument}; shift ;;
+	-s | --shell) shell=1 ;;
+	-t | --timeout) timeout=${2:?$1 needs an argument}; shift ;;
+	-o | --out) out=${2:?$1 needs an argument}; shift ;;
+	-v | --verbose) verbose=1 ;;
+	-q | --quiet) verbose=0 ;;
+	-h | --help) usage; exit 0 ;;
+	--) shift; break ;;
+	-*) die "unknown option $1 (see --help)" ;;
+	*) break ;;
+	esac
+	shift
+done
+if [ $# -gt 0 ]; then
+	[ -z "$cmd" ] || die "give the command either with -c or as arguments"
+	cmd="$*"
+fi
+[ -n "$cmd" ] || cmd=true
+[ $shell = 0 ] || [ "$cmd" = true ] || die "--shell takes no command"
+# Input piped in would be lost while the guest boots.
+[ $shell = 0 ] || [ -t 0 ] || die "--shell needs a terminal (use -c, or tmux)"
+case $mode in tree | dkms | none) ;; *) die "bad --module $mode" ;; esac
+[ -z "$ko" ] || [ "$mode" = tree ] || die "--ko needs --module tree"
+if [ -z "$timeout" ]; then
+	if [ $shell = 1 ]; then timeout=0; else timeout=900; fi
+fi
+
+# Resolve the kernel: "6.1" must not pick 6.10, hence the trailing dot.
+if [ -e "/boot/vmlinuz-$kernel" ]; then
+	kver=$kernel
+else
+	kver=$(find /boot -maxdepth 1 -name "vmlinuz-$kernel.*" -printf '%f\n' |
+		sed 's/^vmlinuz-//' | sort -V | tail -n1)
+	[ -n "$kver" ] || die "no kernel /boot/vmlinuz-${kernel}[.*]"
+fi
+image=${VM_KERNEL_IMAGE:-/boot/vmlinuz-$kver}
+[ -r "$image" ] || die "cannot read $image"
+[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"
+
+out=${out:-$top/build/vm/run-$kernel-$$}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+# The guest mounts these at the same paths and parses job.env with sh.
+case $top$out in *[[:space:]\'\\]*) die "paths with blanks or quotes are not supported" ;; esac
+rm -f "$out"/{console,output,dmesg,qemu,build}.log "$out"/{rc,fail,job.env,cmd}
+
+# Lines of a guest kernel log that mean the kernel is broken.
+splat_re='WARNING:|\bBUG:|Oops|KASAN|UBSAN|possible (circular|recursive) locking'
+splat_re+='|refcount_t|hung task|blocked for more than|general protection fault'
+splat_re+='|kernel BUG|unreferenced object|Kernel panic'
+splat='' splat_log=''    # first splat line and its log, set after the run
+
+# Failure report: one line of reason, where the logs are, a bit of log: from
+# the first splat on if there is one, else the end of $3. Of dmesg.log only
+# what the kernel said after the guest's init started the job (module load
+# and command) is relevant; the boot is noise.
+fail() {
+	local rc=$1 reason=$2 log=${3:-} lines=''
+	[ -z "$splat" ] || reason+=", kernel splat: $splat"
+	echo "vm-run: $reason (exit $rc); logs in $out" >&2
+	if [ -n "$splat" ]; then
+		log=$splat_log
+		lines=$(grep -E -m1 -A29 "$splat_re" "$log")
+	elif [ -n "$log" ] && [ -s "$log" ]; then
+		if [ "${log##*/}" = dmesg.log ]; then
+			lines=$(sed '1,/zcx-vm: job start/d' "$log" | tail -n 30)
+		else
+			lines=$(tail -n 30 "$log")
+		fi
+	fi
+	[ -z "$lines" ] || printf -- '--- %s:\n%s\n' "$log" "$lines" >&2
+	exit "$rc"
+}
+
+# Build or install the module on the host, before the slow boot.
+check_dev=0
+if [ "$mode" = tree ] && [ -z "$ko" ]; then
+	ko=$top/build/kmod-$kver/zcx.ko
+	make -C "$top" module KVER="$kver" >"$out/build.log" 2>&1 ||
+		fail 125 "module build failed" "$out/build.log"
+fi
+if [ "$mode" = tree ]; then
+	ko=$(realpath -- "$ko")
+	[ -f "$ko" ] || fail 125 "no module file $ko"
+	[ "$(basename "$ko")" != zcx.ko ] || check_dev=1
+elif [ "$mode" = dkms ]; then
+	"$top/scripts/dkms-install.sh" "$kver" >"$out/build.log" 2>&1 ||
+		fail 125 "dkms install failed" "$out/build.log"
+	check_dev=1
+fi
+
+# Initramfs, cached by content (see mkinitramfs.sh).
+mkinit=$top/scripts/vm/mkinitramfs.sh
+initrd=$top/build/vm/cache/initramfs-$kver-$("$mkinit" --key "$kver").cpio.gz
+[ -f "$initrd" ] || "$mkinit" "$kver" "$initrd"
+
+# The serial console has no window size: hand over the terminal's. Logs
+# should not get escape sequences, so a command gets TERM=dumb.
+rows='' cols='' term=dumb
+if [ $shell = 1 ]; then
+	read -r rows cols < <(stty size) || true
+	term=${TERM:-linux}
+fi
+cat >"$out/job.env" <<-EOF2
+	TOP='$top'
+	RUN='$out'
+	MODE='$mode'
+	KO='$ko'
+	CHECK_DEV=$check_dev
+	INTERACTIVE=$shell
+	TERM='$term'
+	ROWS='$rows'
+	COLS='$cols'
+EOF2
+printf '%s\n' "$cmd" >"$out/cmd"
+
+append="console=ttyS0 panic=-1"
+[ $verbose = 1 ] || append+=" quiet loglevel=5"  # warnings still reach console.log
+append+=" ${VM_EXTRA_APPEND:-}"
+
+# Serial console: always logged; on the terminal only for -v and --shell
+# (where it is multiplexed with the monitor: Ctrl-A X quits).
+if [ $shell = 1 ]; then
+	console=(-chardev "stdio,id=con,mux=on,signal=off,logfile=$out/console.log"
+		-serial chardev:con -mon chardev=con)
+elif [ $verbose = 1 ]; then
+	console=(-chardev "stdio,id=con,logfile=$out/console.log" -serial chardev:con)
+else
+	console=(-chardev "file,id=con,path=$out/console.log" -serial chardev:con)
+fi
+
+p9=security_model=none,multidevs=remap
+# shellcheck disable=SC2054 # the commas are qemu's
+qemu=(qemu-system-x86_64 -nodefaults -no-reboot -display none
+	# KVM cannot boot these kernels here; without erms/fsrm TCG copies fast.
+	# One TCG thread for all vCPUs: with multi-threaded TCG, 6.12 guests
+	# sometimes (~2 boots in 100) run a stale int3 after live code patching
+	# (static keys) and Oops; the price is half speed for parallel loads.
+	-accel "${VM_ACCEL:-tcg,thread=single}" -cpu max,-erms,-fsrm
+	-smp "${VM_SMP:-2}" -m "${VM_MEM:-2048}"
+	-kernel "$image" -initrd "$initrd" -append "$append"
+	-virtfs "local,path=/,mount_tag=hostroot,readonly=on,$p9"
+	-virtfs "local,path=$top,mount_tag=zcxtree,$p9"
+	-virtfs "local,path=$out,mount_tag=zcxrun,$p9"
+	"${console[@]}")
+
+# --foreground: qemu must stay in the terminal's process group to read it.
+qrc=0
+if [ $shell = 1 ]; then
+	timeout --foreground -k 10 "$timeout" "${qemu[@]}" 2>"$out/qemu.log" || qrc=$?
+else
+	timeout --foreground -k 10 "$timeout" "${qemu[@]}" \
+		</dev/null 2>"$out/qemu.log" || qrc=$?
+fi
+
+[ ! -f "$out/output.log" ] || cat "$out/output.log"
+
+# A panic never reaches dmesg.log, and the console has no info-level
+# messages: look in both.
+for f in "$out/dmesg.log" "$out/console.log"; do
+	splat=$(grep -E -m1 "$splat_re" "$f" 2>/dev/null) || continue
+	splat_log=$f
+	break
+done
+
+if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+	fail 124 "timeout after ${timeout}s" "$out/console.log"
+fi
+[ ! -f "$out/fail" ] || fail 125 "$(cat "$out/fail")" "$out/dmesg.log"
+if [ ! -s "$out/rc" ]; then
+	cat "$out/qemu.log" >&2
+	fail 127 "guest reported no status (qemu exit $qrc)" "$out/console.log"
+fi
+rc=$(cat "$out/rc")
+# A failed command keeps its status (the splat is mentioned); a splat turns
+# success into failure.
+[ "$rc" = 0 ] || fail "$rc" "command exited $rc" "$out/dmesg.log"
+[ -z "$splat" ] || fail 126 "command exit 0"

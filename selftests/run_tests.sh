@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# run_tests.sh BINDIR TAPDIR - run every zcx selftest program in BINDIR
+# (inside the guest, with zcx.ko loaded), one after another, writing each
+# program's TAP output to TAPDIR/<program>.tap and echoing it.  Exits
+# non-zero if any program failed.  The kselftest "settings" timeout
+# applies to each program.
+set -uo pipefail
+
+bindir=${1:?usage: run_tests.sh BINDIR TAPDIR}
+tapdir=${2:?usage: run_tests.sh BINDIR TAPDIR}
+here=$(cd "$(dirname "$0")" && pwd)
+timeout=$(sed -n 's/^timeout=//p' "$here/settings")
+mkdir -p "$tapdir"
+# Huge pages for the hugetlbfs tests (they skip without them).
+if [ -w /proc/sys/vm/nr_hugepages ]; then
+	echo 8 > /proc/sys/vm/nr_hugepages
+fi
+
+status=0
+for prog in "$bindir"/zcx_*_test*; do
+	[ -x "$prog" ] || continue
+	name=$(basename "$prog")
+	echo "# running $name"
+	timeout --kill-after=10 "${timeout:-300}" "$prog" > "$tapdir/$name.tap" 2>&1
+	rc=$?
+	cat "$tapdir/$name.tap"
+	# 4 is kselftest's "skipped".
+	if [ $rc -ne 0 ] && [ $rc -ne 4 ]; then
+		echo "# $name exited with status $rc"
+		status=1
+		# A program that died without reporting a failure still fails.
+		if ! grep -q '^not ok' "$tapdir/$name.tap"; then
+			echo "not ok 0 $name.exit-status-$rc" | tee -a "$tapdir/$name.tap"
+		fi
+	fi
+done
+exit $status

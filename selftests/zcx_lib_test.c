@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * zcx_lib_test - libzcx against the module: open/query/close/strerror, the
+ * registration front cache (hits without system calls, stale entries never
+ * returned, room made when the module runs out), event draining, fork.
+ * Also built with AddressSanitizer (zcx_lib_test_asan) to prove the
+ * library leaks nothing and touches no memory it should not.
+ */
+#include <pthread.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "kselftest_harness.h"
+#include "zcx.h"
+#include "zcx_test.h"
+
+TEST(open_query_close)
+{
+	struct zcx_query q;
+	struct zcx *zcx;
+
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_NE(NULL, zcx);
+	memset(&q, 0xa5, sizeof(q));
+	ASSERT_EQ(0, zcx_query(zcx, &q));
+	EXPECT_EQ(ZCX_ABI_VERSION, q.abi_version);
+	EXPECT_EQ(zcx_test_read_number(ZCX_MODULE_PARAM("ring_depth")), q.ring_depth);
+	EXPECT_EQ(0, q.reserved[0]);
+	EXPECT_EQ(FD_CLOEXEC, fcntl(zcx_fd(zcx), F_GETFD) & FD_CLOEXEC);
+	zcx_close(zcx);
+}
+
+TEST(open_rejects_flags)
+{
+	struct zcx *zcx = (struct zcx *)&zcx;
+
+	EXPECT_EQ(-EINVAL, zcx_open(&zcx, 1));
+	EXPECT_EQ(NULL, zcx);
+}
+
+TEST(close_null)
+{
+	zcx_close(NULL);
+}
+
+TEST(many_handles)
+{
+	long long refs = zcx_test_module_refs();
+	struct zcx *zcx[64];
+	int i;
+
+	for (i = 0; i < 64; i++)
+		ASSERT_EQ(0, zcx_open(&zcx[i], 0));
+	EXPECT_EQ(refs + 64, zcx_test_module_refs());
+	for (i = 0; i < 64; i++)
+		zcx_close(zcx[i]);
+	EXPECT_EQ(refs, zcx_test_module_refs());
+}
+
+TEST(forked_child_gets_eio)
+{
+	struct zcx *zcx;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct zcx_query q;
+
+		_exit(zcx_query(zcx, &q) == -EIO ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	zcx_close(zcx);
+}
+
+TEST(error_strings)
+{
+	EXPECT_NE(NULL, strstr(zcx_strerror(-ENOENT), "module"));
+	EXPECT_NE(NULL, strstr(zcx_strerror(-EIO), "fork"));
+	EXPECT_STREQ(strerror(ENOMEM), zcx_strerror(-ENOMEM));
+	EXPECT_STREQ("Success", zcx_strerror(0));
+	EXPECT_STREQ("Unknown error", zcx_strerror(-100000));
+	EXPECT_STREQ("Unknown error", zcx_strerror(5));
+}
+
+static struct zcx *open_lib(struct __test_metadata *_metadata)
+{
+	struct zcx *zcx;
+
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	return zcx;
+}
+
+TEST(mr_lib_hit_costs_no_syscall)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct zcx_mr *a, *b;
+	struct zcx_mr_stats st;
+	char *buf = zcx_test_anon(1 << 20);
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, 1 << 20, ZCX_ACCESS_ALL, &a));
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, 1 << 20, ZCX_ACCESS_ALL, &b));
+	EXPECT_EQ(a, b);
+	EXPECT_TRUE(zcx_mr_valid(zcx, a));
+	ASSERT_EQ(0, zcx_mr_stats(zcx, &st));
+	EXPECT_EQ(1, st.lib_hits);
+	EXPECT_EQ(1, st.misses);
+	/* The module saw one registration only: the hit made no ioctl. */
+	EXPECT_EQ(1, st.kernel.misses);
+	EXPECT_EQ(0, st.kernel.hits);
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, a));
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, b));
+	EXPECT_EQ(-EINVAL, zcx_mr_dereg(zcx, b));
+	/* Released but cached: still a library hit. */
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, 1 << 20, ZCX_ACCESS_ALL, &b));
+	EXPECT_EQ(a, b);
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, b));
+	zcx_close(zcx);
+	munmap(buf, 1 << 20);
+}
+
+TEST(mr_kernel_hit_for_subrange)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct zcx_mr *whole, *part;
+	struct zcx_mr_stats st;
+	char *buf = zcx_test_anon(1 << 20);
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, 1 << 20, ZCX_ACCESS_ALL, &whole));
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf + 100, 5000, ZCX_ACCESS_READ, &part));
+	EXPECT_NE(whole, part);
+	EXPECT_EQ(zcx_mr_handle(whole), zcx_mr_handle(part));
+	ASSERT_EQ(0, zcx_mr_stats(zcx, &st));
+	EXPECT_EQ(1, st.kernel_hits);
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, whole));
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, part));
+	zcx_close(zcx);
+	munmap(buf, 1 << 20);
+}
+
+TEST(mr_stale_never_returned)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct zcx_mr *old, *held, *fresh;
+	struct zcx_mr_stats st;
+	size_t len = 256 * 1024;
+	char *buf = zcx_test_anon(len);
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, len, ZCX_ACCESS_ALL, &old));
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, len, ZCX_ACCESS_ALL, &held));
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, old));
+	/* Same address, new memory. */
+	ASSERT_EQ(buf, mmap(buf, len, PROT_READ | PROT_WRITE,
+			    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	EXPECT_FALSE(zcx_mr_valid(zcx, held));
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, len, ZCX_ACCESS_ALL, &fresh));
+	EXPECT_NE(held, fresh);
+	EXPECT_TRUE(zcx_mr_valid(zcx, fresh));
+	EXPECT_NE(zcx_mr_handle(held), zcx_mr_handle(fresh));
+	ASSERT_EQ(0, zcx_mr_stats(zcx, &st));
+	EXPECT_EQ(1, st.stale);
+	EXPECT_EQ(2, st.misses);
+	EXPECT_EQ(1, st.kernel.invalidations);
+	/* The stale one is still released normally. */
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, held));
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, fresh));
+	zcx_close(zcx);
+	munmap(buf, len);
+}
+
+/* When the module's cache is full of the library's unused entries. */
+TEST(mr_makes_room_on_enomem)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct zcx_limits lim = { .flags = ZCX_LIMIT_SET_ENTRIES, .cache_entries = 4 };
+	struct zcx_mr *mr[5];
+	struct zcx_mr_stats st;
+	long page = sysconf(_SC_PAGESIZE);
+	char *buf = zcx_test_anon(8 * page);
+	int i;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, ioctl(zcx_fd(zcx), ZCX_IOC_LIMITS, &lim));
+	for (i = 0; i < 4; i++) {
+		ASSERT_EQ(0, zcx_mr_reg(zcx, buf + i * page, page, ZCX_ACCESS_ALL, &mr[i]));
+		EXPECT_EQ(0, zcx_mr_dereg(zcx, mr[i]));
+	}
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf + 4 * page, page, ZCX_ACCESS_ALL, &mr[4]));
+	ASSERT_EQ(0, zcx_mr_stats(zcx, &st));
+	/* The library let go of its four; the module evicted one of them. */
+	EXPECT_EQ(4, st.evictions);
+	EXPECT_EQ(1, st.kernel.evictions);
+	EXPECT_EQ(4, st.kernel.regions);
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, mr[4]));
+	EXPECT_EQ(0, zcx_mr_flush(zcx));
+	ASSERT_EQ(0, zcx_mr_stats(zcx, &st));
+	EXPECT_EQ(0, st.kernel.regions);
+	zcx_close(zcx);
+	munmap(buf, 8 * page);
+}
+
+struct drained {
+	unsigned int n, overflows;
+	__u64 lost, last_seq;
+	__u32 causes;
+};
+
+static void on_event(void *arg, const struct zcx_event *ev)
+{
+	struct drained *d = arg;
+
+	d->n++;
+	d->last_seq = ev->seq;
+	if (ev->cause == ZCX_EVENT_OVERFLOW) {
+		d->overflows++;
+		d->lost += ev->lost;
+	} else {
+		d->causes |= 1u << ev->cause;
+	}
+}
+
+TEST(events_drain_and_overflow)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	long page = sysconf(_SC_PAGESIZE);
+	struct drained d = { 0 };
+	unsigned int n = 1100, i;
+	char *buf = zcx_test_anon(n * page);
+	struct zcx_mr *mr;
+
+	ASSERT_NE(NULL, buf);
+	EXPECT_EQ(0, zcx_events_drain(zcx, on_event, &d));
+	for (i = 0; i < 3; i++) {
+		ASSERT_EQ(0, zcx_mr_reg(zcx, buf + i * page, page, ZCX_ACCESS_ALL, &mr));
+		EXPECT_EQ(0, zcx_mr_dereg(zcx, mr));
+	}
+	ASSERT_EQ(0, munmap(buf, 3 * page));
+	EXPECT_EQ(3, zcx_events_drain(zcx, on_event, &d));
+	EXPECT_EQ(1u << ZCX_EVENT_UNMAP, d.causes);
+	EXPECT_EQ(0, zcx_events_drain(zcx, on_event, &d));
+
+	/* More than the ring holds: reported, then the rest in order. */
+	for (i = 3; i < n; i++) {
+		ASSERT_EQ(0, zcx_mr_reg(zcx, buf + i * page, page, ZCX_ACCESS_ALL, &mr));
+		EXPECT_EQ(0, zcx_mr_dereg(zcx, mr));
+	}
+	ASSERT_EQ(0, munmap(buf + 3 * page, (n - 3) * page));
+	memset(&d, 0, sizeof(d));
+	EXPECT_LT(0, zcx_events_drain(zcx, on_event, &d));
+	EXPECT_EQ(1, d.overflows);
+	EXPECT_EQ(n - 3 - 1024, d.lost);
+	EXPECT_EQ(n - 1, d.last_seq);
+	EXPECT_EQ(1025, d.n);
+	zcx_close(zcx);
+}
+
+TEST(mr_after_fork_is_eio)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	char *buf = zcx_test_anon(4096);
+	struct zcx_mr *mr;
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, 4096, ZCX_ACCESS_ALL, &mr));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct zcx_mr *child;
+		struct zcx_mr_stats st;
+
+		/* The status area is not mapped here: no crash, an error. */
+		if (zcx_mr_reg(zcx, buf, 4096, ZCX_ACCESS_ALL, &child) != -EIO)
+			_exit(1);
+		if (zcx_mr_dereg(zcx, mr) != -EIO || zcx_mr_stats(zcx, &st) != -EIO)
+			_exit(2);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_TRUE(zcx_mr_valid(zcx, mr));
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, mr));
+	zcx_close(zcx);
+	munmap(buf, 4096);
+}
+
+struct hammer {
+	struct zcx *zcx;
+	char *buf;
+	int errors;
+};
+
+static void *hammer_thread(void *arg)
+{
+	struct hammer *h = arg;
+	struct zcx_mr *mr;
+	int i;
+
+	for (i = 0; i < 20000; i++) {
+		size_t off = (size_t)(i % 16) * 4096;
+
+		if (zcx_mr_reg(h->zcx, h->buf + off, 4096, ZCX_ACCESS_ALL, &mr) ||
+		    zcx_mr_dereg(h->zcx, mr))
+			__atomic_add_fetch(&h->errors, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+TEST(mr_threads_share_cache)
+{
+	struct hammer h = { .zcx = open_lib(_metadata) };
+	struct zcx_mr_stats st;
+	pthread_t threads[4];
+	int i;
+
+	h.buf = zcx_test_anon(16 * 4096);
+	ASSERT_NE(NULL, h.buf);
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_create(&threads[i], NULL, hammer_thread, &h));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, pthread_join(threads[i], NULL));
+	EXPECT_EQ(0, h.errors);
+	ASSERT_EQ(0, zcx_mr_stats(h.zcx, &st));
+	EXPECT_EQ(80000, st.lib_hits + st.kernel_hits + st.misses);
+	EXPECT_LE(16, st.misses);
+	/* Racing misses of one range may each pin; the library keeps one. */
+	EXPECT_LE(16, st.kernel.regions);
+	zcx_close(h.zcx);
+	munmap(h.buf, 16 * 4096);
+}
+
+/* Closing with registrations still held frees them (ASan checks). */
+TEST(close_with_registrations)
+{
+	struct zcx_test_census before = zcx_test_census(), after;
+	struct zcx *zcx = open_lib(_metadata);
+	char *buf = zcx_test_anon(8 * 4096);
+	struct zcx_mr *mr;
+	int i;
+
+	ASSERT_NE(NULL, buf);
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(0, zcx_mr_reg(zcx, buf + i * 4096, 4096, ZCX_ACCESS_ALL, &mr));
+	/* One of them stale and held. */
+	ASSERT_EQ(0, munmap(buf, 4096));
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf + 4096, 4096, ZCX_ACCESS_ALL, &mr));
+	zcx_close(zcx);
+	after = zcx_test_census();
+	EXPECT_EQ(before.contexts, after.contexts);
+	EXPECT_EQ(before.regions, after.regions);
+	EXPECT_EQ(before.pinned_pages, after.pinned_pages);
+	munmap(buf + 4096, 7 * 4096);
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * zcx_module_test - module life cycle: unloading is refused while a
+ * context is open and works once all are closed; parameters given at load
+ * time show up in the query; invalid parameters refuse the load.
+ *
+ * Needs root and the module file: $ZCX_KO, else "modinfo -n zcx".  Every
+ * test leaves the module loaded with default parameters, as it found it.
+ */
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "kselftest_harness.h"
+#include "zcx_test.h"
+
+static char module_path[4096];
+
+static const char *find_module(void)
+{
+	const char *env = getenv("ZCX_KO");
+	FILE *p;
+
+	if (env && *env)
+		return env;
+	if (module_path[0])
+		return module_path;
+	p = popen("modinfo -n zcx 2>/dev/null", "r");
+	if (!p)
+		return NULL;
+	if (!fgets(module_path, sizeof(module_path), p))
+		module_path[0] = '\0';
+	pclose(p);
+	module_path[strcspn(module_path, "\n")] = '\0';
+	return module_path[0] ? module_path : NULL;
+}
+
+/*
+ * Load the module file with @params; 0 or -errno.  A compressed file (as
+ * DKMS installs for 6.12) is decompressed here, like kmod does: the
+ * kernel's own decompressor only takes what the kernel build produced.
+ */
+static int load_module(const char *params)
+{
+	const char *path = find_module();
+	size_t len, size = 0, cap = 1 << 20;
+	char cmd[4200], *image;
+	FILE *f;
+	int ret;
+
+	if (!path)
+		return -ENOENT;
+	len = strlen(path);
+	if (len > 3 && !strcmp(path + len - 3, ".xz"))
+		snprintf(cmd, sizeof(cmd), "xz -dc '%s'", path);
+	else if (len > 4 && !strcmp(path + len - 4, ".zst"))
+		snprintf(cmd, sizeof(cmd), "zstd -dc '%s'", path);
+	else
+		snprintf(cmd, sizeof(cmd), "cat '%s'", path);
+	f = popen(cmd, "r");
+	if (!f)
+		return -errno;
+	image = malloc(cap);
+	while (image) {
+		char *bigger;
+
+		size += fread(image + size, 1, cap - size, f);
+		if (size < cap)
+			break;
+		cap *= 2;
+		bigger = realloc(image, cap);
+		if (!bigger) {
+			free(image);
+			image = NULL;
+		} else {
+			image = bigger;
+		}
+	}
+	if (pclose(f) != 0 || !image || !size) {
+		free(image);
+		return -EIO;
+	}
+	ret = syscall(SYS_init_module, image, size, params) ? -errno : 0;
+	free(image);
+	return ret;
+}
+
+static int unload_module(void)
+{
+	return syscall(SYS_delete_module, "zcx", O_NONBLOCK) ? -errno : 0;
+}
+
+static bool module_loaded(void)
+{
+	struct stat st;
+
+	return stat("/sys/module/zcx", &st) == 0;
+}
+
+/* /dev/zcx appears through devtmpfs; wait for it boundedly. */
+static int wait_for_device(void)
+{
+	struct stat st;
+	int i;
+
+	for (i = 0; i < 500; i++) {
+		if (stat(ZCX_DEVICE_PATH, &st) == 0)
+			return 0;
+		usleep(10000);
+	}
+	return -ETIMEDOUT;
+}
+
+static bool defaults_loaded(void)
+{
+	return zcx_test_read_number(ZCX_MODULE_PARAM("cache_entries")) == 8192 &&
+	       zcx_test_read_number(ZCX_MODULE_PARAM("ring_depth")) == 1024 &&
+	       zcx_test_read_number(ZCX_MODULE_PARAM("zcopy_threshold")) == 4096 &&
+	       zcx_test_read_number(ZCX_MODULE_PARAM("cache_bytes")) == 0;
+}
+
+FIXTURE(module) {
+	int unused;
+};
+
+FIXTURE_SETUP(module)
+{
+	if (geteuid() != 0)
+		SKIP(return, "needs root to load and unload modules");
+	if (!find_module())
+		SKIP(return, "module file unknown: set ZCX_KO");
+	ASSERT_TRUE(module_loaded());
+}
+
+/* Put the module back as the runner loaded it, whatever the test did. */
+FIXTURE_TEARDOWN(module)
+{
+	if (geteuid() != 0 || !find_module())
+		return;
+	if (module_loaded() && !defaults_loaded())
+		EXPECT_EQ(0, unload_module());
+	if (!module_loaded())
+		EXPECT_EQ(0, load_module(""));
+	EXPECT_EQ(0, wait_for_device());
+}
+
+TEST_F(module, unload_refused_while_open)
+{
+	struct zcx_query q = { 0 };
+	int fd = zcx_test_open();
+
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-EWOULDBLOCK, unload_module());
+	EXPECT_TRUE(module_loaded());
+	EXPECT_EQ(0, zcx_test_ioctl(fd, ZCX_IOC_QUERY, &q));
+	EXPECT_EQ(ZCX_ABI_VERSION, q.abi_version);
+	close(fd);
+}
+
+TEST_F(module, unload_after_close)
+{
+	struct stat st;
+	int i;
+
+	/* Contexts opened and closed, also by a child, leave no reference. */
+	for (i = 0; i < 100; i++) {
+		int fd = zcx_test_open();
+
+		ASSERT_LE(0, fd);
+		close(fd);
+	}
+	ASSERT_EQ(0, zcx_test_module_refs());
+	ASSERT_EQ(0, unload_module());
+	EXPECT_FALSE(module_loaded());
+	EXPECT_NE(0, stat(ZCX_DEVICE_PATH, &st));
+	EXPECT_GT(0, zcx_test_open());
+	ASSERT_EQ(0, load_module(""));
+	ASSERT_EQ(0, wait_for_device());
+	i = zcx_test_open();
+	ASSERT_LE(0, i);
+	close(i);
+}
+
+TEST_F(module, parameters_reach_query)
+{
+	struct zcx_query q = { 0 };
+	int fd;
+
+	ASSERT_EQ(0, unload_module());
+	ASSERT_EQ(0, load_module("cache_entries=100 ring_depth=64 zcopy_threshold=8192 cache_bytes=1048576"));
+	ASSERT_EQ(0, wait_for_device());
+	fd = zcx_test_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, zcx_test_ioctl(fd, ZCX_IOC_QUERY, &q));
+	EXPECT_EQ(100, q.cache_entries);
+	EXPECT_EQ(64, q.ring_depth);
+	EXPECT_EQ(8192, q.zcopy_threshold);
+	EXPECT_EQ(1048576, q.cache_bytes);
+	close(fd);
+}
+
+TEST_F(module, invalid_parameters_refuse_load)
+{
+	static const char * const bad[] = {
+		"ring_depth=1000", "ring_depth=0", "ring_depth=1",
+		"ring_depth=65536", "cache_entries=0",
+	};
+	size_t i;
+
+	ASSERT_EQ(0, unload_module());
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		EXPECT_EQ(-EINVAL, load_module(bad[i])) TH_LOG("%s", bad[i]);
+		EXPECT_FALSE(module_loaded());
+	}
+}
+
+TEST_HARNESS_MAIN

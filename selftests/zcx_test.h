@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * zcx_test.h - helpers shared by the zcx selftests.
+ */
+#ifndef ZCX_TEST_H
+#define ZCX_TEST_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "zcx_uapi.h"
+
+#define ZCX_MODULE_REFCNT	"/sys/module/zcx/refcnt"
+#define ZCX_MODULE_PARAM(name)	"/sys/module/zcx/parameters/" name
+
+/* Open the device the raw way (no library), close-on-exec. */
+static inline int zcx_test_open(void)
+{
+	return open(ZCX_DEVICE_PATH, O_RDWR | O_CLOEXEC);
+}
+
+/* ioctl() returning 0 or -errno, so tests compare errno values directly. */
+static inline int zcx_test_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
+}
+
+/* Read one unsigned number from a sysfs file; -1 if it cannot. */
+static inline long long zcx_test_read_number(const char *path)
+{
+	long long value = -1;
+	FILE *f = fopen(path, "r");
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &value) != 1)
+		value = -1;
+	fclose(f);
+	return value;
+}
+
+/*
+ * Every open file of /dev/zcx holds one reference on the module, so the
+ * module's reference count is the number of live contexts (when no other
+ * module depends on zcx): the tests' leak check for contexts.
+ */
+static inline long long zcx_test_module_refs(void)
+{
+	return zcx_test_read_number(ZCX_MODULE_REFCNT);
+}
+
+/* Module-wide counters of live objects (sysfs), for leak checks. */
+static inline long long zcx_test_stat(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/misc/zcx/%s", name);
+	return zcx_test_read_number(path);
+}
+
+/*
+ * A context with its status area mapped: what the region-cache tests work
+ * with.  zcx_test_ctx_open() returns 0 or -errno.
+ */
+struct zcx_test_ctx {
+	int fd;
+	const struct zcx_status *status;
+	size_t status_size;
+	const volatile __u64 *gens;
+	const struct zcx_event *events;
+};
+
+static inline int zcx_test_ctx_open(struct zcx_test_ctx *t)
+{
+	const struct zcx_status *head;
+	size_t size;
+
+	memset(t, 0, sizeof(*t));
+	t->fd = zcx_test_open();
+	if (t->fd < 0)
+		return -errno;
+	head = mmap(NULL, 4096, PROT_READ, MAP_SHARED, t->fd, ZCX_MMAP_STATUS);
+	if (head == MAP_FAILED)
+		return -errno;
+	size = head->size;
+	munmap((void *)head, 4096);
+	t->status = mmap(NULL, size, PROT_READ, MAP_SHARED, t->fd, ZCX_MMAP_STATUS);
+	if (t->status == MAP_FAILED)
+		return -errno;
+	t->status_size = size;
+	t->gens = (const void *)((const char *)t->status + t->status->gen_offset);
+	t->events = (const void *)((const char *)t->status + t->status->event_offset);
+	return 0;
+}
+
+static inline void zcx_test_ctx_close(struct zcx_test_ctx *t)
+{
+	if (t->status && t->status != MAP_FAILED)
+		munmap((void *)t->status, t->status_size);
+	if (t->fd >= 0)
+		close(t->fd);
+	t->fd = -1;
+	t->status = NULL;
+}
+
+/* Register; 0 or -errno, result in *out. */
+static inline int zcx_test_reg(const struct zcx_test_ctx *t, const void *addr, size_t len,
+			       unsigned int access, struct zcx_mr_reg *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->addr = (uintptr_t)addr;
+	out->length = len;
+	out->access = access;
+	return zcx_test_ioctl(t->fd, ZCX_IOC_MR_REG, out);
+}
+
+static inline int zcx_test_dereg(const struct zcx_test_ctx *t, __u64 handle)
+{
+	struct zcx_mr_dereg d = { .handle = handle };
+
+	return zcx_test_ioctl(t->fd, ZCX_IOC_MR_DEREG, &d);
+}
+
+/* Unused regions dropped, or -errno. */
+static inline int zcx_test_flush(const struct zcx_test_ctx *t)
+{
+	struct zcx_mr_flush f = { 0 };
+	int ret = zcx_test_ioctl(t->fd, ZCX_IOC_MR_FLUSH, &f);
+
+	return ret ? ret : (int)f.flushed;
+}
+
+static inline int zcx_test_limits(const struct zcx_test_ctx *t, unsigned int flags,
+				  unsigned int entries, __u64 bytes)
+{
+	struct zcx_limits l = { .flags = flags, .cache_entries = entries, .cache_bytes = bytes };
+
+	return zcx_test_ioctl(t->fd, ZCX_IOC_LIMITS, &l);
+}
+
+/* The one-load validity check userspace caches rely on. */
+static inline bool zcx_test_valid(const struct zcx_test_ctx *t, const struct zcx_mr_reg *r)
+{
+	return __atomic_load_n(&t->gens[r->slot], __ATOMIC_ACQUIRE) == r->gen;
+}
+
+#define zcx_test_counter(t, name) \
+	__atomic_load_n(&(t)->status->counters.name, __ATOMIC_RELAXED)
+
+/* Anonymous private read-write memory, or NULL. */
+static inline void *zcx_test_anon(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* Module-wide objects alive now: what every test must return to. */
+struct zcx_test_census {
+	long long contexts, regions, pinned_pages;
+};
+
+static inline struct zcx_test_census zcx_test_census(void)
+{
+	struct zcx_test_census c = {
+		.contexts = zcx_test_stat("contexts"),
+		.regions = zcx_test_stat("regions"),
+		.pinned_pages = zcx_test_stat("pinned_pages"),
+	};
+
+	return c;
+}
+
+#endif /* ZCX_TEST_H */
