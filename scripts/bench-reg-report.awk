@@ -46,8 +46,8 @@ END {
 	print ""
 	print "Targets:"
 	t1 = v["miss", m] / v["lib_hit", m]
-	printf "- library hit at 1 MiB %.0fx cheaper than a miss (target >= 100x): %s\n", t1, t1 >= 100 ? "met" : "NOT met"
-	printf "- library hit cheaper than a kernel hit at 1 MiB (%.0f vs %.0f ns): %s\n", v["lib_hit", m], v["kernel_hit", m], v["lib_hit", m] < v["kernel_hit", m] ? "met" : "NOT met"
-	printf "- library hit spread from %d to %d regions %.2fx (target <= 1.5x): %s\n", counts[1], counts[nc], lmax / lmin, lmax / lmin <= 1.5 ? "met" : "NOT met"
+	printf "- library hit at 1 MiB %.0fx cheaper than a miss (target >= 100x): %s\n", t1, (t1 >= 100 ? "met" : "NOT met")
+	printf "- library hit cheaper than a kernel hit at 1 MiB (%.0f vs %.0f ns): %s\n", v["lib_hit", m], v["kernel_hit", m], (v["lib_hit", m] < v["kernel_hit", m] ? "met" : "NOT met")
+	printf "- library hit spread from %d to %d regions %.2fx (target <= 1.5x): %s\n", counts[1], counts[nc], lmax / lmin, (lmax / lmin <= 1.5 ? "met" : "NOT met")
 	printf "- kernel hit spread over the same %.2fx\n", kmax / kmin
 }

@@ -29,12 +29,11 @@ echo "[1/3] packages and build"
 make -s -C "$top" lib bench
 
 echo "[2/3] running in the $kernel guest (a few minutes)"
-"$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -t 1800 -o "$top/build/vm/bench-reg" -- bash -c "
-	set -e
+"$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -t 1800 -o "$top/build/vm/bench-reg" \
+	--cmd "set -e
 	modprobe rdma_rxe
 	rdma link add rxe0 type rxe netdev lo
-	build/bench/reg_bench > '$out/reg.csv'
-"
+	build/bench/reg_bench > '$out/reg.csv'"
 
 echo "[3/3] report"
 "$top/scripts/bench-reg-report.awk" "$out/reg.csv" > "$out/reg.md"

@@ -9,7 +9,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 kernel=${1:-6.12}
 "$top/scripts/install-deps.sh"
 make -s -C "$top" lib examples
-exec "$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -- bash -c '
+exec "$top/scripts/vm-run.sh" --kernel "$kernel" --module tree --cmd '
 	set -e
 	echo "== guest kernel $(uname -r); zcx.ko loaded from the tree"
 	ls -l /dev/zcx

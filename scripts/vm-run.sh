@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
 # Run a command (or a shell) in a throw-away QEMU guest booting one of the
 # installed Debian kernels, with the zcx module loaded.
 #
@@ -75,14 +77,7 @@ if [ -z "$timeout" ]; then
 	if [ $shell = 1 ]; then timeout=0; else timeout=900; fi
 fi
 
-# Resolve the kernel: "6.1" must not pick 6.10, hence the trailing dot.
-if [ -e "/boot/vmlinuz-$kernel" ]; then
-	kver=$kernel
-else
-	kver=$(find /boot -maxdepth 1 -name "vmlinuz-$kernel.*" -printf '%f\n' |
-		sed 's/^vmlinuz-//' | sort -V | tail -n1)
-	[ -n "$kver" ] || die "no kernel /boot/vmlinuz-${kernel}[.*]"
-fi
+kver=$("$top/scripts/kernels.sh" "$kernel") || die "no kernel /boot/vmlinuz-${kernel}[.*]"
 image=${VM_KERNEL_IMAGE:-/boot/vmlinuz-$kver}
 [ -r "$image" ] || die "cannot read $image"
 [ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"

@@ -1,4 +1,6 @@
 #!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
 # Build the tiny initramfs that boots a zcx test VM (see scripts/vm-run.sh).
 #
 #   mkinitramfs.sh <kver> <out.cpio.gz>   build the image
