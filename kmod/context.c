@@ -42,6 +42,7 @@ struct zcx_ctx *zcx_ctx_create(void)
 	INIT_LIST_HEAD(&ctx->lru);
 	INIT_LIST_HEAD(&ctx->dead);
 	mutex_init(&ctx->read_mutex);
+	mutex_init(&ctx->reap_mutex);
 	init_waitqueue_head(&ctx->event_wait);
 	INIT_WORK(&ctx->reap_work, zcx_reap_work);
 	ctx->nslots = zcx_cache_entries;

@@ -114,8 +114,7 @@ static long zcx_ioctl_mr_flush(struct zcx_ctx *ctx, unsigned int cmd, void __use
 	ret = zcx_copy_arg_in(&flush, sizeof(flush), sizeof(flush), cmd, uarg);
 	if (ret)
 		return ret;
-	if (flush.flags || flush.flushed ||
-	    !zcx_reserved_is_zero(flush.reserved, ARRAY_SIZE(flush.reserved)))
+	if (flush.flags || !zcx_reserved_is_zero(flush.reserved, ARRAY_SIZE(flush.reserved)))
 		return -EINVAL;
 	flush.flushed = zcx_mr_flush(ctx);
 	return zcx_copy_arg_out(&flush, sizeof(flush), cmd, uarg);

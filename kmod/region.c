@@ -146,13 +146,18 @@ static void zcx_region_unpin(struct zcx_ctx *ctx, struct zcx_region *r)
 	atomic64_sub(r->npages, &zcx_stat_pinned_pages);
 }
 
-/* Unpin every DEAD region; frees those no handle refers to any more. */
+/*
+ * Unpin every DEAD region; frees those no handle refers to any more.  The
+ * mutex makes a second caller wait until a pass under way has unpinned
+ * what it took, so "reaped" means "unpinned" for every caller.
+ */
 static void zcx_reap(struct zcx_ctx *ctx)
 {
 	struct zcx_region *r, *tmp;
 	LIST_HEAD(list);
 	bool unused;
 
+	mutex_lock(&ctx->reap_mutex);
 	spin_lock(&ctx->lock);
 	list_splice_init(&ctx->dead, &list);
 	spin_unlock(&ctx->lock);
@@ -174,18 +179,12 @@ static void zcx_reap(struct zcx_ctx *ctx)
 		if (unused)
 			zcx_region_free(r);
 	}
+	mutex_unlock(&ctx->reap_mutex);
 }
 
 void zcx_reap_work(struct work_struct *work)
 {
 	zcx_reap(container_of(work, struct zcx_ctx, reap_work));
-}
-
-/* Unpinned for sure when this returns, also what a worker had taken. */
-static void zcx_reap_sync(struct zcx_ctx *ctx)
-{
-	zcx_reap(ctx);
-	flush_work(&ctx->reap_work);
 }
 
 /* Would the limits hold with this much more, once the reaper is done? */
@@ -214,7 +213,7 @@ static bool zcx_evict_locked(struct zcx_ctx *ctx, unsigned int extra_regions,
 
 /*
  * Reserve a slot and the region's share of the limits, evicting unused
- * regions as needed.  Stale regions whose pages the reaper still holds
+ * regions as needed.  Stale regions whose slots the reaper is freeing
  * count too, so wait for the reaper once before giving up.
  */
 static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
@@ -236,7 +235,7 @@ static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
 		}
 		spin_unlock(&ctx->lock);
 		if (evicted || !fits)
-			zcx_reap_sync(ctx);
+			zcx_reap(ctx);
 		if (fits)
 			return 0;
 	}
@@ -351,6 +350,14 @@ static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
 
 	if (npages > ZCX_MAX_REGION_PAGES)
 		return -ENOMEM;
+	/*
+	 * A range that cannot be registered fails before anything is
+	 * reserved or evicted: bad input changes nothing.  (Checked again
+	 * under read_begin below, where it counts.)
+	 */
+	ret = zcx_check_vmas(ctx->mm, start, end, reg->access);
+	if (ret)
+		return ret;
 	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
 	if (!r)
 		return -ENOMEM;
@@ -519,7 +526,7 @@ unsigned int zcx_mr_flush(struct zcx_ctx *ctx)
 		flushed++;
 	}
 	spin_unlock(&ctx->lock);
-	zcx_reap_sync(ctx);
+	zcx_reap(ctx);
 	return flushed;
 }
 
@@ -543,7 +550,7 @@ int zcx_mr_set_limits(struct zcx_ctx *ctx, struct zcx_limits *limits)
 	limits->cache_bytes = ctx->max_bytes;
 	spin_unlock(&ctx->lock);
 	if (evicted)
-		zcx_reap_sync(ctx);
+		zcx_reap(ctx);
 	return 0;
 }
 
@@ -563,7 +570,9 @@ void zcx_regions_destroy(struct zcx_ctx *ctx)
 			zcx_region_kill_locked(r);
 	}
 	spin_unlock(&ctx->lock);
-	zcx_reap_sync(ctx);
+	zcx_reap(ctx);
+	/* Every notifier is gone: nothing can queue the worker again. */
+	cancel_work_sync(&ctx->reap_work);
 
 	for (slot = 0; slot < ctx->nslots; slot++) {
 		spin_lock(&ctx->lock);

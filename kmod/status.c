@@ -19,8 +19,8 @@ int zcx_status_init(struct zcx_ctx *ctx)
 	size_t size = PAGE_ALIGN(event_offset + ZCX_EVENT_COUNT * sizeof(struct zcx_event));
 	u32 i;
 
-	/* Zeroed, page-granular and mappable into userspace. */
-	ctx->status = vmalloc_user(size);
+	/* Zeroed, and charged to the opener's memory cgroup. */
+	ctx->status = __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
 	if (!ctx->status)
 		return -ENOMEM;
 	ctx->status_size = size;
@@ -74,6 +74,9 @@ void zcx_event_add_locked(struct zcx_ctx *ctx, const struct zcx_region *region, 
 
 int zcx_status_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 {
+	unsigned long i;
+	int ret;
+
 	if (vma->vm_pgoff != (ZCX_MMAP_STATUS >> PAGE_SHIFT))
 		return -EINVAL;
 	if (vma->vm_flags & VM_WRITE)
@@ -83,7 +86,13 @@ int zcx_status_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 	/* Read-only for good, not inherited, not growable, not dumped. */
 	vm_flags_clear(vma, VM_MAYWRITE);
 	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
-	return remap_vmalloc_range(vma, ctx->status, 0);
+	for (i = 0; i < vma_pages(vma); i++) {
+		ret = vm_insert_page(vma, vma->vm_start + (i << PAGE_SHIFT),
+				     vmalloc_to_page((void *)ctx->status + (i << PAGE_SHIFT)));
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 static bool zcx_events_pending(struct zcx_ctx *ctx)

@@ -4,6 +4,8 @@
  *
  * Locking, outermost first:
  *   zcx_ctx.read_mutex	serialises read() of events;
+ *   zcx_ctx.reap_mutex	held through a whole reaper pass, so that
+ *				waiting for it means the pages are unpinned;
  *   mm->mmap_lock		taken by pinning and the VMA check;
  *   zcx_ctx.lock		a spinlock, innermost.  MMU-notifier callbacks
  *				take it while the mm's own locks are held, so
@@ -104,6 +106,7 @@ struct zcx_region {
  * @read_seq:	next event read() returns (under @read_mutex).
  * @event_wait:	read() and poll() wait here for events.
  * @reap_work:	unpins DEAD regions outside the notifier callbacks.
+ * @reap_mutex:	held by whoever unpins DEAD regions.
  */
 struct zcx_ctx {
 	struct mm_struct *mm;
@@ -130,6 +133,7 @@ struct zcx_ctx {
 	u64 read_seq;
 	wait_queue_head_t event_wait;
 	struct work_struct reap_work;
+	struct mutex reap_mutex;	/* see the lock order above */
 };
 
 /* context.c */

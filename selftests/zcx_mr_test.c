@@ -241,6 +241,43 @@ TEST_F(mr, bad_inputs_change_nothing)
 	munmap(buf, 4 * self->page);
 }
 
+/* A range that cannot be registered leaves the cache as it was. */
+TEST_F(mr, bad_range_keeps_cache)
+{
+	struct zcx_mr_reg keep, r;
+	struct zcx_mr_flush f = { .flushed = 7 };
+	char *buf = zcx_test_anon(4 * self->page);
+	void *file, *none;
+	int fd;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_test_reg(&self->t, buf, self->page, ZCX_ACCESS_ALL, &keep));
+	EXPECT_EQ(0, zcx_test_dereg(&self->t, keep.handle));
+	fd = open("/proc/self/exe", O_RDONLY);
+	ASSERT_LE(0, fd);
+	file = mmap(NULL, self->page, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, file);
+	none = mmap(NULL, self->page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, none);
+	ASSERT_EQ(0, zcx_test_limits(&self->t, ZCX_LIMIT_SET_ENTRIES, 1, 0));
+	EXPECT_EQ(-EOPNOTSUPP, zcx_test_reg(&self->t, file, self->page, ZCX_ACCESS_READ, &r));
+	EXPECT_EQ(-EACCES, zcx_test_reg(&self->t, none, self->page, ZCX_ACCESS_READ, &r));
+	ASSERT_EQ(0, munmap(buf + 2 * self->page, self->page));
+	EXPECT_EQ(-EFAULT, zcx_test_reg(&self->t, buf + self->page, 3 * self->page,
+					ZCX_ACCESS_ALL, &r));
+	EXPECT_TRUE(zcx_test_valid(&self->t, &keep));
+	EXPECT_EQ(0, zcx_test_counter(&self->t, evictions));
+	/* Outputs in the argument are ignored on input. */
+	EXPECT_EQ(0, zcx_test_ioctl(self->t.fd, ZCX_IOC_MR_FLUSH, &f));
+	EXPECT_EQ(1, f.flushed);
+	munmap(file, self->page);
+	munmap(none, self->page);
+	close(fd);
+	munmap(buf, self->page);
+	munmap(buf + self->page, self->page);
+	munmap(buf + 3 * self->page, self->page);
+}
+
 /* A handle of one context means nothing in another. */
 TEST_F(mr, handles_are_per_context)
 {

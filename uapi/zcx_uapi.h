@@ -122,6 +122,11 @@ struct zcx_query {
  * @result:		out: ZCX_MR_HIT or ZCX_MR_MISS.
  * @reserved:		in: must be zero; out: zero.
  *
+ * Access is checked against the memory's protection when a region is
+ * pinned, as ibv_reg_mr() does; a later mprotect() keeps the pages and so
+ * keeps the region (fork's write protection and NUMA hinting change
+ * protections too, and must not cost re-pins).
+ *
  * Errors: EINVAL (zero length, overflow, bad access or flags), EFAULT
  * (kernel address, unmapped hole), EACCES (protection forbids the access,
  * e.g. PROT_NONE), EOPNOTSUPP (file-backed or device memory), ENOMEM
@@ -201,7 +206,11 @@ struct zcx_limits {
  * Status area: mmap(NULL, status.size, PROT_READ, MAP_SHARED, fd,
  * ZCX_MMAP_STATUS), read-only and not inherited by fork().  Map the first
  * page, read @size, then map the whole.  Counters are written by the
- * kernel with plain stores; read them with relaxed loads.
+ * kernel with plain stores; read them with relaxed loads, except
+ * @events, the event ring's head, which the kernel publishes with a
+ * release store after the entry: load it with acquire before reading
+ * entries.  Generation words are stored with release; load them with
+ * acquire.
  */
 #define ZCX_MMAP_STATUS		0ULL
 
@@ -261,10 +270,12 @@ struct zcx_status {
 /**
  * struct zcx_event - a region went stale.
  * @seq:	event number.  In the mapped ring, entry seq % event_count
- *		holds event seq once written: the kernel stores @seq last
- *		(release), so a reader that loads it with acquire, copies the
- *		entry and finds @seq unchanged has a consistent event; any
- *		other value means not yet written or overwritten (overflow).
+ *		holds event seq once written: the kernel sets @seq to ~0,
+ *		then the fields, then stores @seq (release).  A reader loads
+ *		@seq with acquire, copies the fields, issues an acquire fence,
+ *		and loads @seq again: equal to the number it wanted means a
+ *		consistent event; any other value means overwritten
+ *		(overflow).
  * @start:	the region's start.
  * @length:	the region's length.
  * @handle:	the region's handle.
