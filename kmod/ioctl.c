@@ -136,6 +136,26 @@ static long zcx_ioctl_limits(struct zcx_ctx *ctx, unsigned int cmd, void __user 
 	return zcx_copy_arg_out(&limits, sizeof(limits), cmd, uarg);
 }
 
+static long zcx_ioctl_mon_add(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg)
+{
+	struct zcx_mon_add mon;
+	int ret;
+
+	ret = zcx_copy_arg_in(&mon, sizeof(mon), sizeof(mon), cmd, uarg);
+	if (ret)
+		return ret;
+	if (!zcx_reserved_is_zero(mon.reserved, ARRAY_SIZE(mon.reserved)))
+		return -EINVAL;
+	ret = zcx_mon_add(ctx, &mon);
+	if (ret)
+		return ret;
+	ret = zcx_copy_arg_out(&mon, sizeof(mon), cmd, uarg);
+	/* The caller cannot learn the handle: remove the monitor again. */
+	if (ret)
+		zcx_mr_deregister(ctx, mon.handle);
+	return ret;
+}
+
 long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct zcx_ctx *ctx = file->private_data;
@@ -160,6 +180,8 @@ long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return zcx_ioctl_mr_flush(ctx, cmd, uarg);
 	case _IOC_NR(ZCX_IOC_LIMITS):
 		return zcx_ioctl_limits(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_MON_ADD):
+		return zcx_ioctl_mon_add(ctx, cmd, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -4,6 +4,10 @@
  * MMU-notifier protection, the LRU and its limits, invalidation, and
  * unpinning in the background.
  *
+ * Monitors (ZCX_IOC_MON_ADD) are regions without pages: the same
+ * notifier, generation word and events, but never looked up, pinned,
+ * or evicted.
+ *
  * Life of a region: NEW while being pinned (it holds a slot and its share
  * of the limits, but lookups do not see it); LIVE once in the interval
  * tree; DEAD when the notifier invalidates it or the LRU evicts it.  A
@@ -58,7 +62,8 @@ static void zcx_region_kill_locked(struct zcx_region *r)
 	struct zcx_ctx *ctx = r->ctx;
 
 	lockdep_assert_held(&ctx->lock);
-	interval_tree_remove(&r->node, &ctx->regions);
+	if (!r->monitor)
+		interval_tree_remove(&r->node, &ctx->regions);
 	/* Pairs with userspace's acquire load of the word: odd is stale. */
 	smp_store_release(&ctx->gens[r->slot], r->gen | 1);
 	r->state = ZCX_REGION_DEAD;
@@ -139,6 +144,8 @@ static void zcx_region_unpin(struct zcx_ctx *ctx, struct zcx_region *r)
 {
 	/* Waits for a callback in flight; none runs after this. */
 	mmu_interval_notifier_remove(&r->notifier);
+	if (r->monitor)
+		return;
 	unpin_user_pages_dirty_lock(r->pages, r->npages, r->access & ZCX_ACCESS_WRITE);
 	kvfree(r->pages);
 	r->pages = NULL;
@@ -491,7 +498,7 @@ int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle)
 {
 	u32 slot = ZCX_HANDLE_SLOT(handle);
 	struct zcx_region *r = NULL;
-	bool unused = false;
+	bool unused = false, reap = false;
 
 	spin_lock(&ctx->lock);
 	if (slot < ctx->nslots)
@@ -502,7 +509,11 @@ int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle)
 		return -ENOENT;
 	}
 	if (!--r->users) {
-		if (r->state == ZCX_REGION_LIVE) {
+		if (r->state == ZCX_REGION_LIVE && r->monitor) {
+			/* Removed for good: the reaper below frees it. */
+			zcx_region_kill_locked(r);
+			reap = true;
+		} else if (r->state == ZCX_REGION_LIVE) {
 			list_add_tail(&r->link, &ctx->lru);
 		} else if (r->unpinned) {
 			zcx_slot_release_locked(ctx, r);
@@ -512,7 +523,65 @@ int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle)
 	spin_unlock(&ctx->lock);
 	if (unused)
 		zcx_region_free(r);
+	if (reap)
+		zcx_reap(ctx);
 	return 0;
+}
+
+/* Watch [start, end) without pinning: a region with no pages. */
+int zcx_mon_add(struct zcx_ctx *ctx, struct zcx_mon_add *mon)
+{
+	u64 addr = mon->addr, len = mon->length;
+	struct zcx_region *r;
+	int ret;
+
+	if (mon->flags || !len || addr + len < addr || PAGE_ALIGN(addr + len) < addr + len)
+		return -EINVAL;
+	if (!access_ok(u64_to_user_ptr(addr), len))
+		return -EFAULT;
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return -ENOMEM;
+	r->ctx = ctx;
+	r->node.start = addr & PAGE_MASK;
+	r->node.last = PAGE_ALIGN(addr + len) - 1;
+	r->monitor = true;
+	r->cookie = mon->cookie;
+	r->state = ZCX_REGION_NEW;
+	INIT_LIST_HEAD(&r->link);
+
+	ret = zcx_reserve(ctx, r);
+	if (ret)
+		goto err_free;
+	ret = mmu_interval_notifier_insert(&r->notifier, ctx->mm, r->node.start,
+					   r->node.last - r->node.start + 1, &zcx_region_ops);
+	if (ret)
+		goto err_unreserve;
+
+	spin_lock(&ctx->lock);
+	if (ctx->next_gen >= ZCX_GEN_LIMIT) {
+		spin_unlock(&ctx->lock);
+		ret = -EOVERFLOW;
+		mmu_interval_notifier_remove(&r->notifier);
+		goto err_unreserve;
+	}
+	r->gen = ctx->next_gen;
+	ctx->next_gen += 2;
+	r->users = 1;
+	r->state = ZCX_REGION_LIVE;
+	/* Pairs with userspace's acquire load: valid once it reads @gen. */
+	smp_store_release(&ctx->gens[r->slot], r->gen);
+	mon->slot = r->slot;
+	mon->gen = r->gen;
+	mon->handle = zcx_region_handle(r);
+	spin_unlock(&ctx->lock);
+	return 0;
+
+err_unreserve:
+	zcx_unreserve(ctx, r);
+err_free:
+	zcx_region_free(r);
+	return ret;
 }
 
 unsigned int zcx_mr_flush(struct zcx_ctx *ctx)

@@ -64,6 +64,7 @@ void zcx_event_add_locked(struct zcx_ctx *ctx, const struct zcx_region *region, 
 	WRITE_ONCE(ev->start, region->node.start);
 	WRITE_ONCE(ev->length, region->node.last - region->node.start + 1);
 	WRITE_ONCE(ev->handle, (region->gen << ZCX_HANDLE_SLOT_BITS) | region->slot);
+	WRITE_ONCE(ev->cookie, region->cookie);
 	WRITE_ONCE(ev->cause, cause);
 	/* Fields before seq: pairs with the ring reader's acquire of seq. */
 	smp_store_release(&ev->seq, seq);

@@ -58,6 +58,9 @@ enum zcx_region_state {
  * @users:	handles userspace holds on it.
  * @state:	enum zcx_region_state.
  * @unpinned:	pages released by the reaper.
+ * @monitor:	a monitor (ZCX_IOC_MON_ADD): no pages, never in @node's
+ *		tree, never on the LRU.
+ * @cookie:	a monitor's cookie, for its events.
  * @link:	on zcx_ctx.lru (LIVE, no users) or zcx_ctx.dead (DEAD).
  *
  * All fields but @pages/@npages are protected by zcx_ctx.lock; the pages
@@ -75,6 +78,8 @@ struct zcx_region {
 	unsigned int users;
 	enum zcx_region_state state;
 	bool unpinned;
+	bool monitor;
+	u64 cookie;
 	struct list_head link;
 };
 
@@ -85,7 +90,7 @@ struct zcx_region {
  *		any other mm (a forked child, a receiver of the fd) fail.
  * @lock:	protects everything below but @status's constant header,
  *		@read_seq and @reap_work.  See the lock order above.
- * @regions:	LIVE regions by address.
+ * @regions:	LIVE regions (not monitors) by address.
  * @lru:	LIVE regions without users, least recently used first.
  * @dead:	DEAD regions waiting for the reaper.
  * @slots:	slot -> region, @nslots of them.
@@ -149,6 +154,7 @@ int zcx_mr_register(struct zcx_ctx *ctx, struct zcx_mr_reg *reg);
 int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle);
 unsigned int zcx_mr_flush(struct zcx_ctx *ctx);
 int zcx_mr_set_limits(struct zcx_ctx *ctx, struct zcx_limits *limits);
+int zcx_mon_add(struct zcx_ctx *ctx, struct zcx_mon_add *mon);
 void zcx_regions_destroy(struct zcx_ctx *ctx);
 void zcx_reap_work(struct work_struct *work);
 

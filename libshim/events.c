@@ -31,6 +31,7 @@ static bool zcx_ring_read(const struct zcx *zcx, uint64_t seq, struct zcx_event 
 	out->start = __atomic_load_n(&slot->start, __ATOMIC_RELAXED);
 	out->length = __atomic_load_n(&slot->length, __ATOMIC_RELAXED);
 	out->handle = __atomic_load_n(&slot->handle, __ATOMIC_RELAXED);
+	out->cookie = __atomic_load_n(&slot->cookie, __ATOMIC_RELAXED);
 	out->cause = __atomic_load_n(&slot->cause, __ATOMIC_RELAXED);
 	out->reserved = 0;
 	out->lost = 0;

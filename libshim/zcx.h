@@ -93,8 +93,26 @@ struct zcx_mr_stats {
 int zcx_mr_stats(struct zcx *zcx, struct zcx_mr_stats *stats);
 
 /*
+ * Monitors, for runtimes that keep registrations of their own (ibv_mr's
+ * in their protection domain, say): zcx_monitor_add() watches a range
+ * without pinning it; zcx_monitor_valid() tells with one load whether the
+ * memory behind it is unchanged since; when it changes, an event with
+ * @cookie is queued (see zcx_events_drain()).  A stale monitor stays
+ * stale; remove it with zcx_monitor_del() and add a new one when the
+ * runtime registers the new memory.  Errors: those of ZCX_IOC_MON_ADD,
+ * -EIO after fork(), -ENOTTY if the module lacks ZCX_FEATURE_MONITOR.
+ */
+struct zcx_monitor;
+
+int zcx_monitor_add(struct zcx *zcx, const void *addr, size_t len, uint64_t cookie,
+		    struct zcx_monitor **mon);
+bool zcx_monitor_valid(const struct zcx *zcx, const struct zcx_monitor *mon);
+int zcx_monitor_del(struct zcx *zcx, struct zcx_monitor *mon);
+
+/*
  * Invalidation events, for runtimes that keep their own caches: each
- * event says a region [start, start + length) went stale and why.
+ * event says a region or monitor [start, start + length) went stale and
+ * why (a monitor's event carries its cookie).
  * zcx_events_drain() calls @fn for each event produced since the last
  * drain, reading the mapped ring (no system call), and returns how many
  * it delivered.  If more events came than the ring holds, @fn first gets

@@ -338,6 +338,43 @@ TEST(mr_threads_share_cache)
 	munmap(h.buf, 16 * 4096);
 }
 
+struct cookie_seen {
+	__u64 cookie;
+	unsigned int n;
+};
+
+static void on_monitor_event(void *arg, const struct zcx_event *ev)
+{
+	struct cookie_seen *seen = arg;
+
+	seen->cookie = ev->cookie;
+	seen->n++;
+}
+
+TEST(monitor_api)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct cookie_seen seen = { 0 };
+	struct zcx_monitor *mon;
+	struct zcx_mr_stats st;
+	char *buf = zcx_test_anon(4 * 4096);
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_monitor_add(zcx, buf, 4 * 4096, 42, &mon));
+	EXPECT_TRUE(zcx_monitor_valid(zcx, mon));
+	ASSERT_EQ(0, zcx_mr_stats(zcx, &st));
+	EXPECT_EQ(0, st.kernel.pinned_pages);
+	ASSERT_EQ(0, munmap(buf, 4096));
+	EXPECT_FALSE(zcx_monitor_valid(zcx, mon));
+	EXPECT_EQ(1, zcx_events_drain(zcx, on_monitor_event, &seen));
+	EXPECT_EQ(42, seen.cookie);
+	EXPECT_EQ(0, zcx_monitor_del(zcx, mon));
+	EXPECT_EQ(-EINVAL, zcx_monitor_add(zcx, buf, 0, 1, &mon));
+	EXPECT_EQ(NULL, mon);
+	zcx_close(zcx);
+	munmap(buf + 4096, 3 * 4096);
+}
+
 /* Closing with registrations still held frees them (ASan checks). */
 TEST(close_with_registrations)
 {

@@ -41,7 +41,8 @@
  * its bit when it lands, so userspace probes instead of comparing versions.
  */
 #define ZCX_FEATURE_MR_CACHE	(1ULL << 0)	/* regions, status area, events */
-#define ZCX_FEATURES_KNOWN	ZCX_FEATURE_MR_CACHE
+#define ZCX_FEATURE_MONITOR	(1ULL << 1)	/* ZCX_IOC_MON_ADD */
+#define ZCX_FEATURES_KNOWN	(ZCX_FEATURE_MR_CACHE | ZCX_FEATURE_MONITOR)
 
 /**
  * struct zcx_query - ZCX_IOC_QUERY: ABI version, features and limits.
@@ -148,8 +149,10 @@ struct zcx_mr_reg {
 };
 
 /**
- * struct zcx_mr_dereg - ZCX_IOC_MR_DEREG: drop one reference to a region.
- * @handle:	in: as returned by ZCX_IOC_MR_REG (stale handles included).
+ * struct zcx_mr_dereg - ZCX_IOC_MR_DEREG: drop one reference to a region,
+ * or remove a monitor.
+ * @handle:	in: as returned by ZCX_IOC_MR_REG or ZCX_IOC_MON_ADD (stale
+ *		handles included).
  * @flags:	in: must be zero.
  * @pad:	in: must be zero.
  * @reserved:	in: must be zero.
@@ -173,6 +176,38 @@ struct zcx_mr_dereg {
 struct zcx_mr_flush {
 	__u32 flags;
 	__u32 flushed;
+	__u64 reserved[2];
+};
+
+/**
+ * struct zcx_mon_add - ZCX_IOC_MON_ADD: watch a range without pinning it.
+ * @addr:	in: start, any alignment.
+ * @length:	in: bytes, not zero.
+ * @cookie:	in: any value; events about this range carry it.
+ * @flags:	in: must be zero.
+ * @slot:	out: index of the monitor's generation word.
+ * @handle:	out: remove the monitor with ZCX_IOC_MR_DEREG.
+ * @gen:	out: the generation word's value while the range is unchanged.
+ * @reserved:	in: must be zero; out: zero.
+ *
+ * For runtimes that keep registrations of their own (ibv_reg_mr() in
+ * their protection domain, say) and need to know, exactly and at once,
+ * when the memory behind them changes.  A monitor goes stale (generation
+ * word, event with @cookie) on the same changes as a region, pins
+ * nothing, may cover any memory the process can address, is never
+ * evicted, and takes one of the context's cache entries.  Stale or not,
+ * it stays until removed.
+ * Errors: EINVAL (zero length, overflow, flags), EFAULT (kernel
+ * address), ENOMEM (no free entry).
+ */
+struct zcx_mon_add {
+	__u64 addr;
+	__u64 length;
+	__u64 cookie;
+	__u32 flags;
+	__u32 slot;
+	__u64 handle;
+	__u64 gen;
 	__u64 reserved[2];
 };
 
@@ -201,6 +236,7 @@ struct zcx_limits {
 #define ZCX_IOC_MR_DEREG	_IOWR(ZCX_IOC_MAGIC, 0x02, struct zcx_mr_dereg)
 #define ZCX_IOC_MR_FLUSH	_IOWR(ZCX_IOC_MAGIC, 0x03, struct zcx_mr_flush)
 #define ZCX_IOC_LIMITS		_IOWR(ZCX_IOC_MAGIC, 0x04, struct zcx_limits)
+#define ZCX_IOC_MON_ADD		_IOWR(ZCX_IOC_MAGIC, 0x05, struct zcx_mon_add)
 
 /*
  * Status area: mmap(NULL, status.size, PROT_READ, MAP_SHARED, fd,
@@ -222,7 +258,7 @@ struct zcx_limits {
  * @evictions:		unused regions dropped for a limit or a flush.
  * @pinned_pages:	pages pinned now (including stale regions whose
  *			unpinning is under way).
- * @regions:		regions existing now, in any state.
+ * @regions:		regions and monitors existing now, in any state.
  * @events:		events produced so far: the event ring's head.
  * @reserved:		zero.
  */
@@ -242,7 +278,8 @@ struct zcx_counters {
  * @abi_version:	ZCX_ABI_VERSION.
  * @size:		bytes to map.
  * @gen_offset:		byte offset of __u64 gen[@gen_count].
- * @gen_count:		generation words (slots).
+ * @gen_count:		generation words (slots), shared by regions and
+ *			monitors.
  * @event_offset:	byte offset of struct zcx_event ring[@event_count].
  * @event_count:	ring entries, a power of two.
  * @reserved:		zero.
@@ -276,9 +313,10 @@ struct zcx_status {
  *		and loads @seq again: equal to the number it wanted means a
  *		consistent event; any other value means overwritten
  *		(overflow).
- * @start:	the region's start.
- * @length:	the region's length.
- * @handle:	the region's handle.
+ * @start:	the region's (or monitor's) start, page-aligned.
+ * @length:	its length.
+ * @handle:	its handle.
+ * @cookie:	a monitor's cookie; 0 for regions.
  * @cause:	ZCX_EVENT_*.
  * @reserved:	zero.
  * @lost:	ZCX_EVENT_OVERFLOW only: events lost before this one.
@@ -294,6 +332,7 @@ struct zcx_event {
 	__u64 start;
 	__u64 length;
 	__u64 handle;
+	__u64 cookie;
 	__u32 cause;
 	__u32 reserved;
 	__u64 lost;
