@@ -38,10 +38,12 @@ int main(void)
 	printf("zero-copy from   %u bytes\n", q.zcopy_threshold);
 	printf("page size        %u\n", q.page_size);
 
+	fflush(stdout);
 	pid = fork();
 	if (pid == 0) {
 		ret = zcx_query(zcx, &q);
 		printf("forked child     %s\n", zcx_strerror(ret));
+		fflush(stdout);
 		_exit(ret == -EIO ? 0 : 1);
 	}
 	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
