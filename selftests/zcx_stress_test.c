@@ -96,6 +96,12 @@ static void *remapper(void *arg)
 		    mmap(p, len, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != p)
 			__atomic_add_fetch(&race->errors, 1, __ATOMIC_RELAXED);
+		/*
+		 * Written before it counts as stable: a read-only pin of a
+		 * never-written page may pin the zero page, which a later
+		 * write pin rightly invalidates without any remap.
+		 */
+		memset(p, (int)e, len);
 		__atomic_store_n(&race->epoch[chunk], e + 2, __ATOMIC_RELEASE);
 	}
 	return NULL;
@@ -113,6 +119,7 @@ TEST(threads_register_while_others_unmap)
 	ASSERT_EQ(0, zcx_test_ctx_open(&t));
 	race.pool = zcx_test_anon(CHUNKS * CHUNK_PAGES * race.page);
 	ASSERT_NE(NULL, race.pool);
+	memset(race.pool, 1, CHUNKS * CHUNK_PAGES * race.page);
 	for (i = 0; i < REGISTRARS; i++)
 		ASSERT_EQ(0, pthread_create(&threads[i], NULL, registrar, &race));
 	for (; i < REGISTRARS + REMAPPERS; i++)
