@@ -7,7 +7,6 @@
  */
 #include <pthread.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -159,54 +158,9 @@ TEST(child_holds_last_reference)
 	close(pipefd[1]);
 }
 
-static int send_fd(int sock, int fd)
-{
-	char data = 'z';
-	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = control.buf, .msg_controllen = sizeof(control.buf),
-	};
-	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-
-	cmsg->cmsg_level = SOL_SOCKET;
-	cmsg->cmsg_type = SCM_RIGHTS;
-	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
-}
-
-static int recv_fd(int sock)
-{
-	char data;
-	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = control.buf, .msg_controllen = sizeof(control.buf),
-	};
-	struct cmsghdr *cmsg;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	cmsg = CMSG_FIRSTHDR(&msg);
-	if (!cmsg || cmsg->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
-	return fd;
-}
-
 static int child_receives_fd(void *arg)
 {
-	int fd = recv_fd(*(int *)arg);
+	int fd = zcx_test_recv_fd(*(int *)arg);
 
 	if (fd < 0)
 		return 1;
@@ -227,7 +181,7 @@ TEST(passed_fd_gets_eio)
 		_exit(child_receives_fd(&sv[1]));
 	fd = zcx_test_open();
 	ASSERT_LE(0, fd);
-	ASSERT_EQ(0, send_fd(sv[0], fd));
+	ASSERT_EQ(0, zcx_test_send_fd(sv[0], fd));
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	EXPECT_TRUE(WIFEXITED(status));
 	EXPECT_EQ(0, WEXITSTATUS(status));

@@ -27,12 +27,11 @@ FIXTURE_SETUP(mon)
 
 FIXTURE_TEARDOWN(mon)
 {
-	struct zcx_test_census after;
+	const char *leaked;
 
 	zcx_test_ctx_close(&self->t);
-	after = zcx_test_census();
-	EXPECT_EQ(self->before.regions, after.regions);
-	EXPECT_EQ(self->before.pinned_pages, after.pinned_pages);
+	leaked = zcx_test_census_diff(&self->before);
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
 }
 
 static int mon_add(const struct zcx_test_ctx *t, const void *addr, size_t len, __u64 cookie,

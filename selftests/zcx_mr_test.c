@@ -30,13 +30,11 @@ FIXTURE_SETUP(mr)
 
 FIXTURE_TEARDOWN(mr)
 {
-	struct zcx_test_census after;
+	const char *leaked;
 
 	zcx_test_ctx_close(&self->t);
-	after = zcx_test_census();
-	EXPECT_EQ(self->before.contexts, after.contexts);
-	EXPECT_EQ(self->before.regions, after.regions);
-	EXPECT_EQ(self->before.pinned_pages, after.pinned_pages);
+	leaked = zcx_test_census_diff(&self->before);
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
 }
 
 TEST_F(mr, feature_and_layout)

@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <pthread.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -187,26 +186,8 @@ static int register_and_leave(int sock)
 	for (i = 0; i < 16; i++)
 		if (zcx_test_reg(&t, buf + i * 256 * 1024, 256 * 1024, ZCX_ACCESS_ALL, &r))
 			return 2;
-	if (sock >= 0) {
-		char data = 'z';
-		struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-		union {
-			char buf[CMSG_SPACE(sizeof(int))];
-			struct cmsghdr align;
-		} control;
-		struct msghdr msg = {
-			.msg_iov = &iov, .msg_iovlen = 1,
-			.msg_control = control.buf, .msg_controllen = sizeof(control.buf),
-		};
-		struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
-
-		cmsg->cmsg_level = SOL_SOCKET;
-		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cmsg), &t.fd, sizeof(int));
-		if (sendmsg(sock, &msg, 0) != 1)
-			return 3;
-	}
+	if (sock >= 0 && zcx_test_send_fd(sock, t.fd))
+		return 3;
 	return 0;
 }
 
@@ -229,30 +210,6 @@ TEST(exit_with_registrations)
 	EXPECT_EQ(before.pinned_pages, after.pinned_pages);
 }
 
-static int receive_fd(int sock)
-{
-	char data;
-	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} control;
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = control.buf, .msg_controllen = sizeof(control.buf),
-	};
-	struct cmsghdr *cmsg;
-	int fd;
-
-	if (recvmsg(sock, &msg, 0) != 1)
-		return -1;
-	cmsg = CMSG_FIRSTHDR(&msg);
-	if (!cmsg || cmsg->cmsg_type != SCM_RIGHTS)
-		return -1;
-	memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
-	return fd;
-}
-
 /*
  * The owner exits while another process holds its descriptor: the
  * address space's release invalidates everything and the reaper unpins it
@@ -271,7 +228,7 @@ TEST(exit_with_fd_open_elsewhere)
 		_exit(register_and_leave(sv[1]));
 	/* Only the child writes: if it fails, recvmsg() sees end of file. */
 	close(sv[1]);
-	fd = receive_fd(sv[0]);
+	fd = zcx_test_recv_fd(sv[0]);
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(pid, waitpid(pid, &status, 0));
 	ASSERT_TRUE(WIFEXITED(status));

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "zcx_uapi.h"
@@ -177,6 +178,67 @@ static inline struct zcx_test_census zcx_test_census(void)
 	};
 
 	return c;
+}
+
+/* Pass a descriptor over a unix socket (SCM_RIGHTS); 0 or -1. */
+static inline int zcx_test_send_fd(int sock, int fd)
+{
+	char data = 'z';
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+	};
+	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+	return sendmsg(sock, &msg, 0) == 1 ? 0 : -1;
+}
+
+/* Receive one passed descriptor, or -1. */
+static inline int zcx_test_recv_fd(int sock)
+{
+	char data;
+	struct iovec iov = { .iov_base = &data, .iov_len = 1 };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} control;
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = control.buf, .msg_controllen = sizeof(control.buf),
+	};
+	struct cmsghdr *cmsg;
+	int fd;
+
+	if (recvmsg(sock, &msg, 0) != 1)
+		return -1;
+	cmsg = CMSG_FIRSTHDR(&msg);
+	if (!cmsg || cmsg->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
+	return fd;
+}
+
+/* What differs between two censuses, for a test's log; NULL if nothing. */
+static inline const char *zcx_test_census_diff(const struct zcx_test_census *before)
+{
+	struct zcx_test_census now = zcx_test_census();
+
+	if (now.contexts != before->contexts)
+		return "contexts";
+	if (now.regions != before->regions)
+		return "regions";
+	if (now.pinned_pages != before->pinned_pages)
+		return "pinned_pages";
+	return NULL;
 }
 
 #endif /* ZCX_TEST_H */
