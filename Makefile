@@ -23,7 +23,9 @@ CFLAGS  ?= -O2 -g
 LIB_CFLAGS := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
 	      -I$(TOP)/uapi -I$(TOP)/libshim
 
-LIB_SRCS := $(wildcard $(TOP)/libshim/*.c)
+# libshim/verbs*.c are libzcx-verbs and its interposer, libraries of their
+# own (they need libibverbs).
+LIB_SRCS := $(filter-out $(TOP)/libshim/verbs%,$(wildcard $(TOP)/libshim/*.c))
 LIB_HDRS := $(wildcard $(TOP)/libshim/*.h) $(TOP)/uapi/zcx_uapi.h
 LIB_OBJS := $(patsubst $(TOP)/libshim/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
 LIB_SO   := $(BUILD)/lib/libzcx.so.$(LIB_VERSION)
@@ -31,10 +33,10 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib module clean-module selftests examples bench bench-reg check check-quick demo \
+.PHONY: all lib verbs module clean-module selftests examples bench bench-reg check check-quick demo \
 	vm-shell ktools dkms-install clean help
 
-all: lib selftests examples
+all: lib verbs selftests examples
 
 help:
 	@echo "make                 library and selftests (userspace)"
@@ -79,6 +81,25 @@ $(LIB_PC): $(TOP)/libshim/libzcx.pc.in $(TOP)/dkms.conf
 	@mkdir -p $(dir $@)
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+
+# --- libzcx-verbs (needs libibverbs-dev) ------------------------------------
+
+VLIB_SO := $(BUILD)/lib/libzcx-verbs.so.$(LIB_VERSION)
+VLIB_PRELOAD := $(BUILD)/lib/libzcx-verbs-preload.so
+
+verbs: $(VLIB_SO) $(VLIB_PRELOAD)
+
+$(VLIB_SO): $(TOP)/libshim/verbs.c $(TOP)/libshim/libzcx-verbs.map $(LIB_HDRS) $(LIB_SO)
+	$(CC) $(LIB_CFLAGS) -shared -Wl,-soname,libzcx-verbs.so.$(SOVERSION) \
+		-Wl,--version-script=$(TOP)/libshim/libzcx-verbs.map -o $@ $< \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx -libverbs
+	ln -sf $(notdir $@) $(BUILD)/lib/libzcx-verbs.so.$(SOVERSION)
+	ln -sf libzcx-verbs.so.$(SOVERSION) $(BUILD)/lib/libzcx-verbs.so
+
+# The interposer carries everything it needs: LD_PRELOAD=it, nothing else.
+$(VLIB_PRELOAD): $(TOP)/libshim/verbs_preload.c $(TOP)/libshim/verbs.c $(LIB_SRCS) $(LIB_HDRS)
+	$(CC) $(LIB_CFLAGS) -shared -o $@ $(TOP)/libshim/verbs_preload.c \
+		$(TOP)/libshim/verbs.c $(LIB_SRCS) -libverbs -ldl
 
 # --- examples --------------------------------------------------------------
 

@@ -82,3 +82,10 @@ ZCX_EXPORT int zcx_events_drain(struct zcx *zcx, zcx_event_fn fn, void *arg)
 	pthread_mutex_unlock(&zcx->events_lock);
 	return delivered;
 }
+
+ZCX_EXPORT uint64_t zcx_events_head(const struct zcx *zcx)
+{
+	if (zcx_check_owner(zcx))
+		return 0;
+	return __atomic_load_n(&zcx->status->counters.events, __ATOMIC_ACQUIRE);
+}

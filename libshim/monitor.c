@@ -46,7 +46,9 @@ ZCX_EXPORT int zcx_monitor_add(struct zcx *zcx, const void *addr, size_t len, ui
 
 ZCX_EXPORT bool zcx_monitor_valid(const struct zcx *zcx, const struct zcx_monitor *mon)
 {
-	return __atomic_load_n(&zcx->gens[mon->slot], __ATOMIC_ACQUIRE) == mon->gen;
+	/* A forked child has no status area: nothing is valid there. */
+	return !zcx_check_owner(zcx) &&
+	       __atomic_load_n(&zcx->gens[mon->slot], __ATOMIC_ACQUIRE) == mon->gen;
 }
 
 ZCX_EXPORT int zcx_monitor_del(struct zcx *zcx, struct zcx_monitor *mon)
@@ -54,9 +56,9 @@ ZCX_EXPORT int zcx_monitor_del(struct zcx *zcx, struct zcx_monitor *mon)
 	struct zcx_mr_dereg dereg = { .handle = mon->handle };
 	int ret = zcx_check_owner(zcx);
 
-	if (ret)
-		return ret;
-	ret = zcx_ioctl(zcx, ZCX_IOC_MR_DEREG, &dereg);
+	/* In a forked child the monitor is the parent's: free our copy only. */
+	if (!ret)
+		ret = zcx_ioctl(zcx, ZCX_IOC_MR_DEREG, &dereg);
 	free(mon);
 	return ret;
 }

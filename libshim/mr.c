@@ -81,7 +81,9 @@ static void zcx_mr_drop_unused(struct zcx *zcx, struct zcx_mr *mr)
 
 static bool zcx_mr_is_valid(const struct zcx *zcx, const struct zcx_mr *mr)
 {
-	return __atomic_load_n(&zcx->gens[mr->slot], __ATOMIC_ACQUIRE) == mr->gen;
+	/* A forked child has no status area: nothing is valid there. */
+	return !zcx_check_owner(zcx) &&
+	       __atomic_load_n(&zcx->gens[mr->slot], __ATOMIC_ACQUIRE) == mr->gen;
 }
 
 static struct zcx_mr *zcx_mr_lookup(struct zcx *zcx, uintptr_t addr, size_t len,

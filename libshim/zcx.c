@@ -122,6 +122,11 @@ ZCX_EXPORT void zcx_close(struct zcx *zcx)
 	free(zcx);
 }
 
+ZCX_EXPORT bool zcx_owned(const struct zcx *zcx)
+{
+	return !zcx_check_owner(zcx);
+}
+
 ZCX_EXPORT int zcx_fd(const struct zcx *zcx)
 {
 	return zcx->fd;

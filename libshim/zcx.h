@@ -37,6 +37,9 @@ int zcx_open(struct zcx **zcx, unsigned int flags);
 /* Close the handle; NULL is ignored. */
 void zcx_close(struct zcx *zcx);
 
+/* Whether the handle belongs to the calling process: false after fork(). */
+bool zcx_owned(const struct zcx *zcx);
+
 /* The file descriptor behind the handle, for poll() and diagnostics. */
 int zcx_fd(const struct zcx *zcx);
 
@@ -66,7 +69,10 @@ int zcx_mr_dereg(struct zcx *zcx, struct zcx_mr *mr);
 /* The module's handle of the registration (what transfers refer to). */
 uint64_t zcx_mr_handle(const struct zcx_mr *mr);
 
-/* Whether the memory behind @mr is still what was registered: one load. */
+/*
+ * Whether the memory behind @mr is still what was registered: one load.
+ * Always false in a child of fork() (the status area is not inherited).
+ */
 bool zcx_mr_valid(const struct zcx *zcx, const struct zcx_mr *mr);
 
 /* Drop every cached registration not in use (pins are released). */
@@ -101,6 +107,8 @@ int zcx_mr_stats(struct zcx *zcx, struct zcx_mr_stats *stats);
  * stale; remove it with zcx_monitor_del() and add a new one when the
  * runtime registers the new memory.  Errors: those of ZCX_IOC_MON_ADD,
  * -EIO after fork(), -ENOTTY if the module lacks ZCX_FEATURE_MONITOR.
+ * zcx_monitor_valid() is always false in a child of fork(), where
+ * zcx_monitor_del() frees the handle's memory and returns -EIO.
  */
 struct zcx_monitor;
 
@@ -123,6 +131,12 @@ int zcx_monitor_del(struct zcx *zcx, struct zcx_monitor *mon);
 typedef void (*zcx_event_fn)(void *arg, const struct zcx_event *event);
 
 int zcx_events_drain(struct zcx *zcx, zcx_event_fn fn, void *arg);
+
+/*
+ * Events produced so far (the ring's head), one load: a cache can tell
+ * "nothing changed since I last looked" without draining.
+ */
+uint64_t zcx_events_head(const struct zcx *zcx);
 
 /*
  * Describe a negative errno returned by libzcx, with the meaning it has

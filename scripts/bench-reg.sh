@@ -25,7 +25,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 echo "[1/3] packages and build"
-"$top/scripts/install-deps.sh" bench
+"$top/scripts/install-deps.sh"
 make -s -C "$top" lib bench
 
 echo "[2/3] running in the $kernel guest (a few minutes)"

@@ -91,7 +91,7 @@ if [ ${#kernels[@]} -eq 0 ]; then
 	exit 1
 fi
 
-step build-lib make -C "$top" lib
+step build-lib make -C "$top" lib verbs
 step build-selftests make -C "$top" selftests
 if [ "$quick" != 1 ]; then
 	step checkpatch checkpatch

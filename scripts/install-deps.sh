@@ -1,9 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# install-deps.sh [bench] - install the Debian packages that building and
-# testing zcx needs (with "bench": also what the benchmarks compare
-# against), if any is missing (needs root for that).  Output goes to
+# install-deps.sh - install the Debian packages that building, testing and
+# benchmarking zcx need, if any is missing (needs root for that).  Output goes to
 # build/logs/apt.log; quiet when everything is present.
 set -euo pipefail
 
@@ -11,12 +10,10 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
 	build-essential kmod cpio xz-utils gzip pkg-config dkms sparse
 	busybox-static qemu-system-x86 iproute2
+	libibverbs-dev ibverbs-providers ibverbs-utils
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
 )
-if [ "${1:-}" = bench ]; then
-	packages+=(libibverbs-dev ibverbs-providers rdma-core)
-fi
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -17,9 +17,14 @@ mkdir -p "$tapdir"
 if [ -w /proc/sys/vm/nr_hugepages ]; then
 	echo 8 > /proc/sys/vm/nr_hugepages
 fi
+# A Soft-RoCE device on lo for the verbs tests (they skip without one).
+if [ "$(id -u)" = 0 ] && ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
+	modprobe rdma_rxe 2>/dev/null && rdma link add rxe0 type rxe netdev lo 2>/dev/null
+fi
 
 status=0
-for prog in "$bindir"/zcx_*_test*; do
+# Compiled programs, then the scripts (kselftest's TEST_PROGS).
+for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 	[ -x "$prog" ] || continue
 	name=$(basename "$prog")
 	echo "# running $name"

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: MIT
+/*
+ * verbs.c - libzcx-verbs: an ibv_mr cache kept exact by zcx monitors.
+ *
+ * Every cached MR has a monitor on its range, added before the MR pins
+ * its pages, so any later change to the memory marks it stale.  A hit is
+ * a hash lookup plus one load of the monitor's generation word.  MRs that
+ * go stale or are evicted wait on a "grave" list and are deregistered on
+ * the next miss or in zcx_verbs_cache_progress(), never on the hit path.
+ *
+ * Entry states (all under cache->lock):
+ *   cached:   in the key table and the MR table; on the LRU when unused;
+ *   detached: stale while in use, only in the MR table (so that
+ *             zcx_verbs_dereg() finds it), on no list;
+ *   grave:    waiting to be deregistered, in the MR table, on the grave
+ *             list; it leaves the MR table when taken off the list.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <pthread.h>
+
+#include "zcx_verbs.h"
+
+#define ZCX_EXPORT __attribute__((visibility("default")))
+
+#define ZCX_VERBS_DEFAULT_ENTRIES	1024
+
+struct zcx_vmr {
+	uintptr_t addr;
+	size_t len;
+	int access;
+	unsigned int refs;
+	bool in_keys;
+	struct ibv_mr *mr;
+	struct zcx_monitor *mon;
+	struct zcx_vmr *key_next, *mr_next;
+	struct zcx_vmr *prev, *next;	/* LRU or grave list */
+};
+
+struct zcx_verbs_cache {
+	struct zcx *zcx;
+	struct ibv_pd *pd;
+	struct zcx_verbs_cache_attr attr;
+	pthread_mutex_t lock;
+	struct zcx_vmr **keys, **mrs;
+	size_t nbuckets;
+	struct zcx_vmr lru, grave;	/* list heads */
+	uint64_t events_seen;
+	struct zcx_verbs_stats stats;
+};
+
+static size_t key_bucket(const struct zcx_verbs_cache *c, uintptr_t addr, size_t len, int access)
+{
+	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ULL;
+
+	h ^= ((uint64_t)len + (unsigned int)access) * 0xc2b2ae3d27d4eb4fULL;
+	h ^= h >> 29;
+	return h & (c->nbuckets - 1);
+}
+
+static size_t mr_bucket(const struct zcx_verbs_cache *c, const struct ibv_mr *mr)
+{
+	uint64_t h = (uint64_t)(uintptr_t)mr * 0x9e3779b97f4a7c15ULL;
+
+	return (h ^ (h >> 31)) & (c->nbuckets - 1);
+}
+
+static void list_del(struct zcx_vmr *e)
+{
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	e->prev = e->next = NULL;
+}
+
+static void list_append(struct zcx_vmr *head, struct zcx_vmr *e)
+{
+	e->prev = head->prev;
+	e->next = head;
+	head->prev->next = e;
+	head->prev = e;
+}
+
+static void keys_unlink(struct zcx_verbs_cache *c, struct zcx_vmr *e)
+{
+	struct zcx_vmr **pp = &c->keys[key_bucket(c, e->addr, e->len, e->access)];
+
+	while (*pp != e)
+		pp = &(*pp)->key_next;
+	*pp = e->key_next;
+	e->in_keys = false;
+}
+
+static void mrs_unlink(struct zcx_verbs_cache *c, struct zcx_vmr *e)
+{
+	struct zcx_vmr **pp = &c->mrs[mr_bucket(c, e->mr)];
+
+	while (*pp != e)
+		pp = &(*pp)->mr_next;
+	*pp = e->mr_next;
+}
+
+static bool entry_valid(const struct zcx_verbs_cache *c, const struct zcx_vmr *e)
+{
+	return zcx_monitor_valid(c->zcx, e->mon);
+}
+
+/* An unused entry, off the LRU, goes to the grave. */
+static void bury(struct zcx_verbs_cache *c, struct zcx_vmr *e)
+{
+	if (e->in_keys)
+		keys_unlink(c, e);
+	list_append(&c->grave, e);
+}
+
+/* Move unused stale entries from the LRU to the grave, if anything changed. */
+static void collect_stale(struct zcx_verbs_cache *c)
+{
+	uint64_t events = zcx_events_head(c->zcx);
+	struct zcx_vmr *e, *next;
+
+	if (events == c->events_seen)
+		return;
+	c->events_seen = events;
+	for (e = c->lru.next; e != &c->lru; e = next) {
+		next = e->next;
+		if (!entry_valid(c, e)) {
+			list_del(e);
+			bury(c, e);
+			c->stats.stale++;
+		}
+	}
+}
+
+/* Take the grave's entries out of the tables: the caller deregisters them. */
+static struct zcx_vmr *take_grave(struct zcx_verbs_cache *c)
+{
+	struct zcx_vmr *first = NULL, *e;
+
+	while ((e = c->grave.next) != &c->grave) {
+		list_del(e);
+		mrs_unlink(c, e);
+		c->stats.entries--;
+		c->stats.bytes -= e->len;
+		c->stats.deregistered++;
+		e->next = first;
+		first = e;
+	}
+	return first;
+}
+
+/* Deregister entries taken from the grave; no lock held (system calls). */
+static int destroy_entries(struct zcx_verbs_cache *c, struct zcx_vmr *e)
+{
+	struct zcx_vmr *next;
+	int n = 0;
+
+	for (; e; e = next) {
+		next = e->next;
+		c->attr.dereg_mr(e->mr);
+		zcx_monitor_del(c->zcx, e->mon);
+		free(e);
+		n++;
+	}
+	return n;
+}
+
+static bool over_limits(const struct zcx_verbs_cache *c, size_t extra)
+{
+	return c->stats.entries + 1 > c->attr.max_entries ||
+	       (c->attr.max_bytes && c->stats.bytes + extra > c->attr.max_bytes);
+}
+
+static struct zcx_vmr *lookup(struct zcx_verbs_cache *c, uintptr_t addr, size_t len, int access)
+{
+	struct zcx_vmr *e = c->keys[key_bucket(c, addr, len, access)];
+
+	while (e && !(e->addr == addr && e->len == len && e->access == access))
+		e = e->key_next;
+	if (!e || entry_valid(c, e))
+		return e;
+	/* Stale: never handed out again. */
+	c->stats.stale++;
+	if (e->refs) {
+		keys_unlink(c, e);	/* detached until released */
+	} else {
+		list_del(e);
+		bury(c, e);
+	}
+	return NULL;
+}
+
+ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, int access,
+			     struct ibv_mr **out)
+{
+	uintptr_t key = (uintptr_t)addr;
+	struct zcx_vmr *e, *dead;
+	int ret;
+
+	*out = NULL;
+	/* A forked child must not touch the parent's MRs. */
+	if (!zcx_owned(c->zcx))
+		return -EIO;
+	pthread_mutex_lock(&c->lock);
+	e = lookup(c, key, len, access);
+	if (e) {
+		if (!e->refs++)
+			list_del(e);
+		c->stats.hits++;
+		pthread_mutex_unlock(&c->lock);
+		*out = e->mr;
+		return 0;
+	}
+	/* A miss: the slow path, where old MRs are let go. */
+	collect_stale(c);
+	while (over_limits(c, len) && c->lru.next != &c->lru) {
+		e = c->lru.next;
+		list_del(e);
+		bury(c, e);
+		c->stats.evictions++;
+	}
+	dead = take_grave(c);
+	pthread_mutex_unlock(&c->lock);
+	destroy_entries(c, dead);
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	/* The monitor first: any change after the pin below is seen. */
+	ret = zcx_monitor_add(c->zcx, addr, len, 0, &e->mon);
+	if (ret) {
+		free(e);
+		return ret;
+	}
+	e->mr = c->attr.reg_mr(c->pd, addr, len, access);
+	if (!e->mr) {
+		ret = errno ? -errno : -ENOMEM;
+		zcx_monitor_del(c->zcx, e->mon);
+		free(e);
+		return ret;
+	}
+	e->addr = key;
+	e->len = len;
+	e->access = access;
+	e->refs = 1;
+	e->in_keys = true;
+
+	pthread_mutex_lock(&c->lock);
+	e->key_next = c->keys[key_bucket(c, key, len, access)];
+	c->keys[key_bucket(c, key, len, access)] = e;
+	e->mr_next = c->mrs[mr_bucket(c, e->mr)];
+	c->mrs[mr_bucket(c, e->mr)] = e;
+	c->stats.misses++;
+	c->stats.entries++;
+	c->stats.bytes += len;
+	pthread_mutex_unlock(&c->lock);
+	*out = e->mr;
+	return 0;
+}
+
+ZCX_EXPORT int zcx_verbs_dereg(struct zcx_verbs_cache *c, struct ibv_mr *mr)
+{
+	struct zcx_vmr *e;
+
+	if (!zcx_owned(c->zcx))
+		return -EIO;
+	pthread_mutex_lock(&c->lock);
+	for (e = c->mrs[mr_bucket(c, mr)]; e && e->mr != mr; e = e->mr_next)
+		;
+	if (!e || !e->refs || e->prev) {
+		pthread_mutex_unlock(&c->lock);
+		return e ? -EINVAL : -ENOENT;
+	}
+	if (!--e->refs) {
+		if (e->in_keys && entry_valid(c, e))
+			list_append(&c->lru, e);
+		else
+			bury(c, e);	/* deregistered on the next miss */
+	}
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+ZCX_EXPORT int zcx_verbs_cache_progress(struct zcx_verbs_cache *c)
+{
+	struct zcx_vmr *dead;
+
+	if (!zcx_owned(c->zcx))
+		return -EIO;
+	pthread_mutex_lock(&c->lock);
+	c->events_seen--;	/* look at the LRU even without new events */
+	collect_stale(c);
+	dead = take_grave(c);
+	pthread_mutex_unlock(&c->lock);
+	return destroy_entries(c, dead);
+}
+
+ZCX_EXPORT int zcx_verbs_cache_flush(struct zcx_verbs_cache *c)
+{
+	struct zcx_vmr *e, *dead;
+
+	if (!zcx_owned(c->zcx))
+		return -EIO;
+	pthread_mutex_lock(&c->lock);
+	while ((e = c->lru.next) != &c->lru) {
+		list_del(e);
+		bury(c, e);
+	}
+	dead = take_grave(c);
+	pthread_mutex_unlock(&c->lock);
+	return destroy_entries(c, dead);
+}
+
+ZCX_EXPORT int zcx_verbs_stats(struct zcx_verbs_cache *c, struct zcx_verbs_stats *stats)
+{
+	pthread_mutex_lock(&c->lock);
+	*stats = c->stats;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+ZCX_EXPORT int zcx_verbs_cache_create(struct zcx *zcx, struct ibv_pd *pd,
+				      const struct zcx_verbs_cache_attr *attr,
+				      struct zcx_verbs_cache **out)
+{
+	struct zcx_verbs_cache *c;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->zcx = zcx;
+	c->pd = pd;
+	if (attr)
+		c->attr = *attr;
+	if (!c->attr.max_entries)
+		c->attr.max_entries = ZCX_VERBS_DEFAULT_ENTRIES;
+	if (!c->attr.reg_mr)
+		c->attr.reg_mr = ibv_reg_mr;
+	if (!c->attr.dereg_mr)
+		c->attr.dereg_mr = ibv_dereg_mr;
+	for (c->nbuckets = 64; c->nbuckets < c->attr.max_entries * 2; c->nbuckets *= 2)
+		;
+	c->keys = calloc(c->nbuckets, sizeof(*c->keys));
+	c->mrs = calloc(c->nbuckets, sizeof(*c->mrs));
+	if (!c->keys || !c->mrs) {
+		free(c->keys);
+		free(c->mrs);
+		free(c);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	c->lru.prev = c->lru.next = &c->lru;
+	c->grave.prev = c->grave.next = &c->grave;
+	*out = c;
+	return 0;
+}
+
+ZCX_EXPORT void zcx_verbs_cache_destroy(struct zcx_verbs_cache *c)
+{
+	struct zcx_vmr *e, *next;
+	size_t b;
+
+	bool owned;
+
+	if (!c)
+		return;
+	/* In a forked child only the memory is ours to free, not the MRs. */
+	owned = zcx_owned(c->zcx);
+	for (b = 0; b < c->nbuckets; b++) {
+		for (e = c->mrs[b]; e; e = next) {
+			next = e->mr_next;
+			if (owned)
+				c->attr.dereg_mr(e->mr);
+			zcx_monitor_del(c->zcx, e->mon);
+			free(e);
+		}
+	}
+	pthread_mutex_destroy(&c->lock);
+	free(c->keys);
+	free(c->mrs);
+	free(c);
+}
