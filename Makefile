@@ -33,7 +33,7 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib verbs module clean-module selftests examples bench bench-reg check check-quick demo \
+.PHONY: all lib verbs module clean-module selftests examples bench bench-reg bench-verbs check check-quick demo \
 	vm-shell ktools dkms-install clean help
 
 all: lib verbs selftests examples
@@ -47,6 +47,7 @@ help:
 	@echo "make vm-shell        interactive shell in a guest with zcx loaded"
 	@echo "make dkms-install    install the module on this machine through DKMS"
 	@echo "make bench-reg       registration benchmark in a 6.12 guest -> results/"
+	@echo "make bench-verbs     register-per-message over Soft-RoCE -> results/"
 
 # --- kernel module ---------------------------------------------------------
 
@@ -103,7 +104,16 @@ $(VLIB_PRELOAD): $(TOP)/libshim/verbs_preload.c $(TOP)/libshim/verbs.c $(LIB_SRC
 
 # --- examples --------------------------------------------------------------
 
-EXAMPLES := $(patsubst $(TOP)/examples/%.c,$(BUILD)/examples/%,$(wildcard $(TOP)/examples/*.c))
+EXAMPLES := $(patsubst $(TOP)/examples/%.c,$(BUILD)/examples/%,\
+	      $(filter-out %/zcx_verbs_perf.c,$(wildcard $(TOP)/examples/*.c)))
+
+examples: $(BUILD)/examples/zcx_verbs_perf
+
+# The verbs example shares the selftests' Soft-RoCE loopback helper.
+$(BUILD)/examples/zcx_verbs_perf: $(TOP)/examples/zcx_verbs_perf.c $(VLIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim -I$(TOP)/selftests \
+		$< -o $@ -L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx-verbs -lzcx -libverbs
 
 examples: $(EXAMPLES)
 
@@ -129,6 +139,9 @@ $(BUILD)/bench/reg_bench: $(TOP)/bench/reg_bench.c $(LIB_SO) $(LIB_HDRS)
 
 bench-reg:
 	$(TOP)/scripts/bench-reg.sh
+
+bench-verbs:
+	$(TOP)/scripts/bench-verbs.sh
 
 # --- selftests -------------------------------------------------------------
 
