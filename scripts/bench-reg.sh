@@ -10,30 +10,19 @@
 # run carry over to real hardware.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-kernel=6.12
-out=$top/results
-while [ $# -gt 0 ]; do
-	case $1 in
-	-k) kernel=$2; shift 2 ;;
-	-o) out=$2; shift 2 ;;
-	-h|--help) sed -n '4,11p' "$0"; exit 0 ;;
-	*) echo "bench-reg: unknown option $1" >&2; exit 2 ;;
-	esac
-done
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-
-echo "[1/3] packages and build"
-"$top/scripts/install-deps.sh"
-make -s -C "$top" lib bench
+bench_targets="lib bench"
+# shellcheck source=bench-common.sh
+. "$(dirname "$0")/bench-common.sh"
 
 echo "[2/3] running in the $kernel guest (a few minutes)"
-"$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -t 1800 -o "$top/build/vm/bench-reg" \
+# The guest writes into its run directory, which it always sees.
+run=$top/build/vm/bench-reg
+"$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -t 1800 -o "$run" \
 	--cmd "set -e
 	modprobe rdma_rxe
 	rdma link add rxe0 type rxe netdev lo
-	build/bench/reg_bench > '$out/reg.csv'"
+	build/bench/reg_bench > '$run/reg.csv'"
+cp "$run/reg.csv" "$out/reg.csv"
 
 echo "[3/3] report"
 "$top/scripts/bench-reg-report.awk" "$out/reg.csv" > "$out/reg.md"

@@ -11,37 +11,27 @@
 # deliveries.  Writes DIR/verbs.csv and DIR/verbs.md (default results/).
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-kernel=6.12
-out=$top/results
-while [ $# -gt 0 ]; do
-	case $1 in
-	-k) kernel=$2; shift 2 ;;
-	-o) out=$2; shift 2 ;;
-	-h|--help) sed -n '4,12p' "$0"; exit 0 ;;
-	*) echo "bench-verbs: unknown option $1" >&2; exit 2 ;;
-	esac
-done
-mkdir -p "$out"
-out=$(cd "$out" && pwd)
-
-echo "[1/3] packages and build"
-"$top/scripts/install-deps.sh"
-make -s -C "$top" lib verbs examples
+bench_targets="lib verbs examples"
+# shellcheck source=bench-common.sh
+. "$(dirname "$0")/bench-common.sh"
 
 echo "[2/3] running in the $kernel guest (a few minutes)"
-"$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -t 1800 -o "$top/build/vm/bench-verbs" \
+# The guest writes into its run directory, which it always sees.
+run=$top/build/vm/bench-verbs
+"$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -t 1800 -o "$run" \
 	--cmd "set -e
 	modprobe rdma_rxe
 	rdma link add rxe0 type rxe netdev lo
 	p=build/examples/zcx_verbs_perf
-	echo mode,size,iters,us_per_msg,reg_us_per_msg,bad_deliveries > '$out/verbs.csv'
+	echo mode,size,iters,us_per_msg,reg_us_per_msg,bad_deliveries > '$run/verbs.csv'
 	for run in '4096 1000' '65536 400' '1048576 60' '16777216 8'; do
 		set -- \$run
-		\$p -s \$1 -n \$2 >> '$out/verbs.csv'
-		\$p -c -s \$1 -n \$2 >> '$out/verbs.csv'
+		\$p -s \$1 -n \$2 >> '$run/verbs.csv'
+		\$p -c -s \$1 -n \$2 >> '$run/verbs.csv'
 	done
-	\$p -c -s 1048576 -n 60 -r 3 | sed 's/^zcx,/zcx-remap,/' >> '$out/verbs.csv'"
+	\$p -c -s 1048576 -n 60 -r 3 | sed 's/^zcx,/zcx-remap,/' >> '$run/verbs.csv'"
+
+cp "$run/verbs.csv" "$out/verbs.csv"
 
 echo "[3/3] report"
 awk -F, '
