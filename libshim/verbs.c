@@ -26,6 +26,7 @@
 #define ZCX_EXPORT __attribute__((visibility("default")))
 
 #define ZCX_VERBS_DEFAULT_ENTRIES	1024
+#define ZCX_VERBS_MAX_ENTRIES		(1U << 20)
 
 struct zcx_vmr {
 	uintptr_t addr;
@@ -47,6 +48,7 @@ struct zcx_verbs_cache {
 	struct zcx_vmr **keys, **mrs;
 	size_t nbuckets;
 	struct zcx_vmr lru, grave;	/* list heads */
+	size_t grave_entries, grave_bytes;	/* buried, not yet taken */
 	uint64_t events_seen;
 	struct zcx_verbs_stats stats;
 };
@@ -112,6 +114,8 @@ static void bury(struct zcx_verbs_cache *c, struct zcx_vmr *e)
 	if (e->in_keys)
 		keys_unlink(c, e);
 	list_append(&c->grave, e);
+	c->grave_entries++;
+	c->grave_bytes += e->len;
 }
 
 /* Move unused stale entries from the LRU to the grave, if anything changed. */
@@ -141,6 +145,8 @@ static struct zcx_vmr *take_grave(struct zcx_verbs_cache *c)
 	while ((e = c->grave.next) != &c->grave) {
 		list_del(e);
 		mrs_unlink(c, e);
+		c->grave_entries--;
+		c->grave_bytes -= e->len;
 		c->stats.entries--;
 		c->stats.bytes -= e->len;
 		c->stats.deregistered++;
@@ -166,10 +172,14 @@ static int destroy_entries(struct zcx_verbs_cache *c, struct zcx_vmr *e)
 	return n;
 }
 
+/* Would one more MR of @extra bytes exceed a limit, once the grave is gone? */
 static bool over_limits(const struct zcx_verbs_cache *c, size_t extra)
 {
-	return c->stats.entries + 1 > c->attr.max_entries ||
-	       (c->attr.max_bytes && c->stats.bytes + extra > c->attr.max_bytes);
+	size_t entries = c->stats.entries - c->grave_entries;
+	size_t bytes = c->stats.bytes - c->grave_bytes;
+
+	return entries + 1 > c->attr.max_entries ||
+	       (c->attr.max_bytes && bytes + extra > c->attr.max_bytes);
 }
 
 static struct zcx_vmr *lookup(struct zcx_verbs_cache *c, uintptr_t addr, size_t len, int access)
@@ -282,6 +292,18 @@ ZCX_EXPORT int zcx_verbs_dereg(struct zcx_verbs_cache *c, struct ibv_mr *mr)
 	return 0;
 }
 
+/* Whether @mr came from @c (for the interposer; not exported). */
+bool zcx_verbs_owns(struct zcx_verbs_cache *c, const struct ibv_mr *mr)
+{
+	struct zcx_vmr *e;
+
+	pthread_mutex_lock(&c->lock);
+	for (e = c->mrs[mr_bucket(c, mr)]; e && e->mr != mr; e = e->mr_next)
+		;
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
 ZCX_EXPORT int zcx_verbs_cache_progress(struct zcx_verbs_cache *c)
 {
 	struct zcx_vmr *dead;
@@ -336,6 +358,10 @@ ZCX_EXPORT int zcx_verbs_cache_create(struct zcx *zcx, struct ibv_pd *pd,
 		c->attr = *attr;
 	if (!c->attr.max_entries)
 		c->attr.max_entries = ZCX_VERBS_DEFAULT_ENTRIES;
+	if (c->attr.max_entries > ZCX_VERBS_MAX_ENTRIES) {
+		free(c);
+		return -EINVAL;
+	}
 	if (!c->attr.reg_mr)
 		c->attr.reg_mr = ibv_reg_mr;
 	if (!c->attr.dereg_mr)

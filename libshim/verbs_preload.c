@@ -9,10 +9,13 @@
  * domain gets a cache on first use.  A released MR stays registered while
  * cached; ibv_dealloc_pd() first deregisters its PD's cache.
  *
- * Limits: without /dev/zcx every call passes straight through; MRs the
- * program registers with other calls (ibv_reg_dmabuf_mr, ...) are not
- * cached; a child of fork() must not use its parent's MRs (as with verbs
- * itself); the cache holds up to ZCX_PRELOAD_ENTRIES MRs per PD (env,
+ * Limits: without /dev/zcx (or a module without monitors) every call
+ * passes straight through, and so does anything the cache cannot take
+ * (on-demand paging, a full module); MRs registered with other calls
+ * (ibv_reg_dmabuf_mr, ...) are not cached; ibv_rereg_mr() on a cached
+ * MR fails with IBV_REREG_MR_ERR_INPUT; a released MR stays registered,
+ * rkey included, while cached; in a child of fork() everything passes
+ * through; the cache holds up to ZCX_PRELOAD_ENTRIES MRs per PD (env,
  * default 1024).  ZCX_PRELOAD_STATS=1 prints each cache's statistics to
  * stderr when its PD is deallocated.
  */
@@ -33,6 +36,9 @@
 
 #define MAX_PDS 16
 
+/* verbs.c, compiled into this object: whether @mr came from @cache. */
+bool zcx_verbs_owns(struct zcx_verbs_cache *cache, const struct ibv_mr *mr);
+
 static struct ibv_mr *(*real_reg_mr)(struct ibv_pd *, void *, size_t, int);
 static struct ibv_mr *(*real_reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint64_t,
 					   unsigned int);
@@ -47,14 +53,27 @@ static struct {
 	struct zcx_verbs_cache *cache;
 } caches[MAX_PDS];
 
+/* A forked child starts with the lock free and passes everything through. */
+static void in_child(void)
+{
+	pthread_mutex_init(&lock, NULL);
+}
+
 static void init(void)
 {
+	struct zcx_query q;
+
 	real_reg_mr = dlsym(RTLD_NEXT, "ibv_reg_mr");
 	real_reg_mr_iova2 = dlsym(RTLD_NEXT, "ibv_reg_mr_iova2");
 	real_dereg_mr = dlsym(RTLD_NEXT, "ibv_dereg_mr");
 	real_dealloc_pd = dlsym(RTLD_NEXT, "ibv_dealloc_pd");
+	pthread_atfork(NULL, NULL, in_child);
 	if (zcx_open(&zcx, 0))
 		zcx = NULL;	/* no module: pass everything through */
+	else if (zcx_query(zcx, &q) || !(q.features & ZCX_FEATURE_MONITOR)) {
+		zcx_close(zcx);
+		zcx = NULL;
+	}
 }
 
 /*
@@ -72,11 +91,11 @@ static struct zcx_verbs_cache *cache_of(struct ibv_pd *pd)
 {
 	struct zcx_verbs_cache_attr attr = { .reg_mr = reg_mr_underneath };
 	struct zcx_verbs_cache *cache = NULL;
-	const char *entries = getenv("ZCX_PRELOAD_ENTRIES");
+	const char *entries;
 	int i, slot = -1;
 
 	pthread_once(&once, init);
-	if (!zcx || !real_reg_mr || !real_reg_mr_iova2 || !real_dereg_mr)
+	if (!zcx || !zcx_owned(zcx) || !real_reg_mr || !real_reg_mr_iova2 || !real_dereg_mr)
 		return NULL;
 	/* Never the interposed one: the cache must reach libibverbs. */
 	attr.dereg_mr = real_dereg_mr;
@@ -88,6 +107,7 @@ static struct zcx_verbs_cache *cache_of(struct ibv_pd *pd)
 			slot = i;
 	}
 	if (!cache && slot >= 0) {
+		entries = getenv("ZCX_PRELOAD_ENTRIES");
 		attr.max_entries = entries ? strtoul(entries, NULL, 0) : 0;
 		if (!zcx_verbs_cache_create(zcx, pd, &attr, &cache)) {
 			caches[slot].pd = pd;
@@ -98,17 +118,19 @@ static struct zcx_verbs_cache *cache_of(struct ibv_pd *pd)
 	return cache;
 }
 
-static struct ibv_mr *cached_reg(struct zcx_verbs_cache *cache, void *addr, size_t len,
-				 int access)
+/*
+ * Through the cache when it can take the registration; otherwise (on-
+ * demand paging pins nothing, the module may be out of entries) the real
+ * call, which also gives a genuine verbs failure its own errno.
+ */
+static struct ibv_mr *cached_reg(struct zcx_verbs_cache *cache, struct ibv_pd *pd, void *addr,
+				 size_t len, int access)
 {
 	struct ibv_mr *mr;
-	int ret = zcx_verbs_reg(cache, addr, len, access, &mr);
 
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	return mr;
+	if (!(access & IBV_ACCESS_ON_DEMAND) && !zcx_verbs_reg(cache, addr, len, access, &mr))
+		return mr;
+	return reg_mr_underneath(pd, addr, len, access);
 }
 
 ZCX_INTERPOSE struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
@@ -117,7 +139,7 @@ ZCX_INTERPOSE struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t le
 
 	if (!cache)
 		return real_reg_mr ? real_reg_mr(pd, addr, len, access) : NULL;
-	return cached_reg(cache, addr, len, access);
+	return cached_reg(cache, pd, addr, len, access);
 }
 
 ZCX_INTERPOSE struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
@@ -127,16 +149,32 @@ ZCX_INTERPOSE struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, siz
 
 	if (!cache || iova != (uintptr_t)addr)
 		return real_reg_mr_iova2 ? real_reg_mr_iova2(pd, addr, len, iova, access) : NULL;
-	return cached_reg(cache, addr, len, (int)access);
+	return cached_reg(cache, pd, addr, len, (int)access);
 }
 
 ZCX_INTERPOSE int ibv_dereg_mr(struct ibv_mr *mr)
 {
 	struct zcx_verbs_cache *cache = cache_of(mr->pd);
+	int ret = cache ? zcx_verbs_dereg(cache, mr) : -ENOENT;
 
-	if (cache && zcx_verbs_dereg(cache, mr) != -ENOENT)
-		return 0;
+	if (ret != -ENOENT)
+		return -ret;	/* verbs returns an errno value */
 	return real_dereg_mr ? real_dereg_mr(mr) : EINVAL;
+}
+
+/* A cached MR is shared: changing it under the cache would make it lie. */
+ZCX_INTERPOSE int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+			       size_t len, int access)
+{
+	static int (*real_rereg_mr)(struct ibv_mr *, int, struct ibv_pd *, void *, size_t, int);
+	struct zcx_verbs_cache *cache = cache_of(mr->pd);
+
+	if (cache && zcx_verbs_owns(cache, mr))
+		return IBV_REREG_MR_ERR_INPUT;
+	if (!real_rereg_mr)
+		real_rereg_mr = dlsym(RTLD_NEXT, "ibv_rereg_mr");
+	return real_rereg_mr ? real_rereg_mr(mr, flags, pd, addr, len, access) :
+			       IBV_REREG_MR_ERR_INPUT;
 }
 
 ZCX_INTERPOSE int ibv_dealloc_pd(struct ibv_pd *pd)
@@ -147,6 +185,13 @@ ZCX_INTERPOSE int ibv_dealloc_pd(struct ibv_pd *pd)
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < MAX_PDS; i++) {
 		if (caches[i].pd == pd) {
+			struct zcx_verbs_stats left;
+
+			/* MRs still in use keep the PD busy, as they would anyway. */
+			zcx_verbs_cache_flush(caches[i].cache);
+			zcx_verbs_stats(caches[i].cache, &left);
+			if (left.entries)
+				break;
 			if (getenv("ZCX_PRELOAD_STATS")) {
 				struct zcx_verbs_stats st;
 

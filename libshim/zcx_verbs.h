@@ -14,7 +14,10 @@
  * zcx_verbs_cache_progress(), not on the hit path.
  *
  * Every successful zcx_verbs_reg() needs one zcx_verbs_dereg(); released
- * MRs stay cached until a limit needs the room.  A cache may be used by
+ * MRs stay cached until a limit needs the room.  A cached MR stays
+ * registered, rkey included: do not hand out the rkey of memory whose
+ * remote access you meant to revoke by releasing it (flush instead).
+ * Each MR takes one monitor, i.e. one of the zcx context's cache_entries.  A cache may be used by
  * the threads of one process; after fork() the child must not use it.
  * Functions return 0 or a negative errno.
  */
@@ -33,7 +36,7 @@ struct zcx_verbs_cache;
 
 /**
  * struct zcx_verbs_cache_attr - limits and hooks of a cache.
- * @max_entries:	cached MRs at most (0: 1024).
+ * @max_entries:	cached MRs at most (0: 1024; at most 2^20, else -EINVAL).
  * @max_bytes:		registered bytes at most (0: no limit).
  * @reg_mr:		registers an MR (NULL: ibv_reg_mr); for interposers
  *			that must reach the real function.
