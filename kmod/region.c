@@ -342,6 +342,54 @@ static void zcx_mr_fill(struct zcx_mr_reg *reg, const struct zcx_region *r, u32 
 }
 
 /*
+ * The page-aligned [*start, *end) of a user range: EINVAL for an empty or
+ * wrapping one (the rounded end too), EFAULT beyond the user address space.
+ */
+static int zcx_user_range(u64 addr, u64 len, unsigned long *start, unsigned long *end)
+{
+	if (!len || addr + len < addr || PAGE_ALIGN(addr + len) < addr + len)
+		return -EINVAL;
+	if (!access_ok(u64_to_user_ptr(addr), len))
+		return -EFAULT;
+	*start = addr & PAGE_MASK;
+	*end = PAGE_ALIGN(addr + len);
+	return 0;
+}
+
+/* A NEW region over [start, end), holding nothing yet. */
+static struct zcx_region *zcx_region_alloc(struct zcx_ctx *ctx, unsigned long start,
+					   unsigned long end)
+{
+	struct zcx_region *r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+
+	if (!r)
+		return NULL;
+	r->ctx = ctx;
+	r->node.start = start;
+	r->node.last = end - 1;
+	r->state = ZCX_REGION_NEW;
+	INIT_LIST_HEAD(&r->link);
+	return r;
+}
+
+/* NEW to LIVE: hand out a generation, become visible.  ctx->lock held. */
+static int zcx_region_publish_locked(struct zcx_ctx *ctx, struct zcx_region *r)
+{
+	lockdep_assert_held(&ctx->lock);
+	if (ctx->next_gen >= ZCX_GEN_LIMIT)
+		return -EOVERFLOW;
+	r->gen = ctx->next_gen;
+	ctx->next_gen += 2;
+	r->users = 1;
+	r->state = ZCX_REGION_LIVE;
+	if (!r->monitor)
+		interval_tree_insert(&r->node, &ctx->regions);
+	/* Pairs with userspace's acquire load: valid once it reads @gen. */
+	smp_store_release(&ctx->gens[r->slot], r->gen);
+	return 0;
+}
+
+/*
  * Pin a new region.  The notifier goes in first and the pin runs inside a
  * read_begin/read_retry section, so a change to the range at any moment
  * during the VMA check or the pin makes us start over instead of caching
@@ -365,16 +413,11 @@ static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
 	ret = zcx_check_vmas(ctx->mm, start, end, reg->access);
 	if (ret)
 		return ret;
-	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	r = zcx_region_alloc(ctx, start, end);
 	if (!r)
 		return -ENOMEM;
-	r->ctx = ctx;
-	r->node.start = start;
-	r->node.last = end - 1;
 	r->npages = npages;
 	r->access = reg->access;
-	r->state = ZCX_REGION_NEW;
-	INIT_LIST_HEAD(&r->link);
 
 	ret = zcx_reserve(ctx, r);
 	if (ret)
@@ -416,20 +459,13 @@ static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
 		unpin_user_pages(r->pages, npages);
 	}
 
-	/* ctx->lock held: publish. */
-	if (ctx->next_gen >= ZCX_GEN_LIMIT) {
+	/* ctx->lock held. */
+	ret = zcx_region_publish_locked(ctx, r);
+	if (ret) {
 		spin_unlock(&ctx->lock);
 		unpin_user_pages(r->pages, npages);
-		ret = -EOVERFLOW;
 		goto err_remove;
 	}
-	r->gen = ctx->next_gen;
-	ctx->next_gen += 2;
-	r->users = 1;
-	r->state = ZCX_REGION_LIVE;
-	interval_tree_insert(&r->node, &ctx->regions);
-	/* Pairs with userspace's acquire load: valid once it reads @gen. */
-	smp_store_release(&ctx->gens[r->slot], r->gen);
 	zcx_counter_add(ctx, misses, 1);
 	zcx_counter_add(ctx, pinned_pages, npages);
 	atomic64_add(npages, &zcx_stat_pinned_pages);
@@ -466,19 +502,15 @@ static struct zcx_region *zcx_lookup_locked(struct zcx_ctx *ctx, unsigned long s
 
 int zcx_mr_register(struct zcx_ctx *ctx, struct zcx_mr_reg *reg)
 {
-	u64 addr = reg->addr, len = reg->length;
 	unsigned long start, end;
 	struct zcx_region *r;
+	int ret;
 
-	if (reg->flags || !reg->access || (reg->access & ~ZCX_ACCESS_ALL) || !len)
+	if (reg->flags || !reg->access || (reg->access & ~ZCX_ACCESS_ALL))
 		return -EINVAL;
-	/* The page-rounded end must not wrap either. */
-	if (addr + len < addr || PAGE_ALIGN(addr + len) < addr + len)
-		return -EINVAL;
-	if (!access_ok(u64_to_user_ptr(addr), len))
-		return -EFAULT;
-	start = addr & PAGE_MASK;
-	end = PAGE_ALIGN(addr + len);
+	ret = zcx_user_range(reg->addr, reg->length, &start, &end);
+	if (ret)
+		return ret;
 
 	spin_lock(&ctx->lock);
 	r = zcx_lookup_locked(ctx, start, end - 1, reg->access);
@@ -531,46 +563,36 @@ int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle)
 /* Watch [start, end) without pinning: a region with no pages. */
 int zcx_mon_add(struct zcx_ctx *ctx, struct zcx_mon_add *mon)
 {
-	u64 addr = mon->addr, len = mon->length;
+	unsigned long start, end;
 	struct zcx_region *r;
 	int ret;
 
-	if (mon->flags || !len || addr + len < addr || PAGE_ALIGN(addr + len) < addr + len)
+	if (mon->flags)
 		return -EINVAL;
-	if (!access_ok(u64_to_user_ptr(addr), len))
-		return -EFAULT;
-	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	ret = zcx_user_range(mon->addr, mon->length, &start, &end);
+	if (ret)
+		return ret;
+	r = zcx_region_alloc(ctx, start, end);
 	if (!r)
 		return -ENOMEM;
-	r->ctx = ctx;
-	r->node.start = addr & PAGE_MASK;
-	r->node.last = PAGE_ALIGN(addr + len) - 1;
 	r->monitor = true;
 	r->cookie = mon->cookie;
-	r->state = ZCX_REGION_NEW;
-	INIT_LIST_HEAD(&r->link);
 
 	ret = zcx_reserve(ctx, r);
 	if (ret)
 		goto err_free;
-	ret = mmu_interval_notifier_insert(&r->notifier, ctx->mm, r->node.start,
-					   r->node.last - r->node.start + 1, &zcx_region_ops);
+	ret = mmu_interval_notifier_insert(&r->notifier, ctx->mm, start, end - start,
+					   &zcx_region_ops);
 	if (ret)
 		goto err_unreserve;
 
 	spin_lock(&ctx->lock);
-	if (ctx->next_gen >= ZCX_GEN_LIMIT) {
+	ret = zcx_region_publish_locked(ctx, r);
+	if (ret) {
 		spin_unlock(&ctx->lock);
-		ret = -EOVERFLOW;
 		mmu_interval_notifier_remove(&r->notifier);
 		goto err_unreserve;
 	}
-	r->gen = ctx->next_gen;
-	ctx->next_gen += 2;
-	r->users = 1;
-	r->state = ZCX_REGION_LIVE;
-	/* Pairs with userspace's acquire load: valid once it reads @gen. */
-	smp_store_release(&ctx->gens[r->slot], r->gen);
 	mon->slot = r->slot;
 	mon->gen = r->gen;
 	mon->handle = zcx_region_handle(r);

@@ -18,38 +18,18 @@
 static size_t zcx_mr_bucket(const struct zcx_mr_cache *cache, uintptr_t addr, size_t len,
 			    unsigned int access)
 {
-	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ULL;
-
-	h ^= ((uint64_t)len + access) * 0xc2b2ae3d27d4eb4fULL;
-	h ^= h >> 29;
-	return h & (cache->nbuckets - 1);
-}
-
-/* The lists (LRU, detached) are circular, with a dummy entry as head. */
-static void zcx_list_del(struct zcx_mr *mr)
-{
-	mr->lru_prev->lru_next = mr->lru_next;
-	mr->lru_next->lru_prev = mr->lru_prev;
-	mr->lru_prev = mr->lru_next = NULL;
-}
-
-static void zcx_list_append(struct zcx_mr *head, struct zcx_mr *mr)
-{
-	mr->lru_prev = head->lru_prev;
-	mr->lru_next = head;
-	head->lru_prev->lru_next = mr;
-	head->lru_prev = mr;
+	return zcx_hash_range(addr, len, access, cache->nbuckets);
 }
 
 static void zcx_lru_unlink(struct zcx_mr_cache *cache, struct zcx_mr *mr)
 {
-	zcx_list_del(mr);
+	zcx_list_del(&mr->link);
 	cache->nunused--;
 }
 
 static void zcx_lru_append(struct zcx_mr_cache *cache, struct zcx_mr *mr)
 {
-	zcx_list_append(&cache->lru, mr);
+	zcx_list_append(&cache->lru, &mr->link);
 	cache->nunused++;
 }
 
@@ -106,7 +86,7 @@ static struct zcx_mr *zcx_mr_lookup(struct zcx *zcx, uintptr_t addr, size_t len,
 	if (mr->refs) {
 		zcx_hash_unlink(cache, mr);
 		mr->detached = true;
-		zcx_list_append(&cache->detached, mr);
+		zcx_list_append(&cache->detached, &mr->link);
 	} else {
 		zcx_mr_drop_unused(zcx, mr);
 	}
@@ -125,7 +105,7 @@ static unsigned int zcx_mr_trim(struct zcx *zcx, size_t keep)
 	unsigned int n = 0;
 
 	while (zcx->cache.nunused > keep) {
-		zcx_mr_drop_unused(zcx, zcx->cache.lru.lru_next);
+		zcx_mr_drop_unused(zcx, zcx_list_entry(zcx->cache.lru.next, struct zcx_mr, link));
 		n++;
 	}
 	return n;
@@ -231,7 +211,7 @@ ZCX_EXPORT int zcx_mr_dereg(struct zcx *zcx, struct zcx_mr *mr)
 	}
 	if (!--mr->refs) {
 		if (mr->detached) {
-			zcx_list_del(mr);
+			zcx_list_del(&mr->link);
 			zcx_mr_release(zcx, mr);
 		} else {
 			zcx_lru_append(&zcx->cache, mr);
@@ -296,8 +276,8 @@ int zcx_mr_cache_init(struct zcx *zcx)
 	cache->buckets = calloc(cache->nbuckets, sizeof(*cache->buckets));
 	if (!cache->buckets)
 		return -ENOMEM;
-	cache->lru.lru_prev = cache->lru.lru_next = &cache->lru;
-	cache->detached.lru_prev = cache->detached.lru_next = &cache->detached;
+	zcx_list_init(&cache->lru);
+	zcx_list_init(&cache->detached);
 	return 0;
 }
 
@@ -308,6 +288,7 @@ int zcx_mr_cache_init(struct zcx *zcx)
 void zcx_mr_cache_fini(struct zcx *zcx)
 {
 	struct zcx_mr_cache *cache = &zcx->cache;
+	struct zcx_list *node, *next_node;
 	struct zcx_mr *mr, *next;
 	size_t b;
 
@@ -319,9 +300,9 @@ void zcx_mr_cache_fini(struct zcx *zcx)
 			free(mr);
 		}
 	}
-	for (mr = cache->detached.lru_next; mr != &cache->detached; mr = next) {
-		next = mr->lru_next;
-		free(mr);
+	for (node = cache->detached.next; node != &cache->detached; node = next_node) {
+		next_node = node->next;
+		free(zcx_list_entry(node, struct zcx_mr, link));
 	}
 	free(cache->buckets);
 	cache->buckets = NULL;

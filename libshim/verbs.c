@@ -21,6 +21,7 @@
 
 #include <pthread.h>
 
+#include "zcx_list.h"
 #include "zcx_verbs.h"
 
 #define ZCX_EXPORT __attribute__((visibility("default")))
@@ -37,7 +38,7 @@ struct zcx_vmr {
 	struct ibv_mr *mr;
 	struct zcx_monitor *mon;
 	struct zcx_vmr *key_next, *mr_next;
-	struct zcx_vmr *prev, *next;	/* LRU or grave list */
+	struct zcx_list link;		/* on the LRU or the grave */
 };
 
 struct zcx_verbs_cache {
@@ -47,7 +48,7 @@ struct zcx_verbs_cache {
 	pthread_mutex_t lock;
 	struct zcx_vmr **keys, **mrs;
 	size_t nbuckets;
-	struct zcx_vmr lru, grave;	/* list heads */
+	struct zcx_list lru, grave;
 	size_t grave_entries, grave_bytes;	/* buried, not yet taken */
 	uint64_t events_seen;
 	struct zcx_verbs_stats stats;
@@ -55,11 +56,7 @@ struct zcx_verbs_cache {
 
 static size_t key_bucket(const struct zcx_verbs_cache *c, uintptr_t addr, size_t len, int access)
 {
-	uint64_t h = (uint64_t)addr * 0x9e3779b97f4a7c15ULL;
-
-	h ^= ((uint64_t)len + (unsigned int)access) * 0xc2b2ae3d27d4eb4fULL;
-	h ^= h >> 29;
-	return h & (c->nbuckets - 1);
+	return zcx_hash_range(addr, len, (unsigned int)access, c->nbuckets);
 }
 
 static size_t mr_bucket(const struct zcx_verbs_cache *c, const struct ibv_mr *mr)
@@ -69,19 +66,9 @@ static size_t mr_bucket(const struct zcx_verbs_cache *c, const struct ibv_mr *mr
 	return (h ^ (h >> 31)) & (c->nbuckets - 1);
 }
 
-static void list_del(struct zcx_vmr *e)
+static struct zcx_vmr *vmr_of(struct zcx_list *node)
 {
-	e->prev->next = e->next;
-	e->next->prev = e->prev;
-	e->prev = e->next = NULL;
-}
-
-static void list_append(struct zcx_vmr *head, struct zcx_vmr *e)
-{
-	e->prev = head->prev;
-	e->next = head;
-	head->prev->next = e;
-	head->prev = e;
+	return zcx_list_entry(node, struct zcx_vmr, link);
 }
 
 static void keys_unlink(struct zcx_verbs_cache *c, struct zcx_vmr *e)
@@ -113,7 +100,7 @@ static void bury(struct zcx_verbs_cache *c, struct zcx_vmr *e)
 {
 	if (e->in_keys)
 		keys_unlink(c, e);
-	list_append(&c->grave, e);
+	zcx_list_append(&c->grave, &e->link);
 	c->grave_entries++;
 	c->grave_bytes += e->len;
 }
@@ -122,48 +109,55 @@ static void bury(struct zcx_verbs_cache *c, struct zcx_vmr *e)
 static void collect_stale(struct zcx_verbs_cache *c)
 {
 	uint64_t events = zcx_events_head(c->zcx);
-	struct zcx_vmr *e, *next;
+	struct zcx_list *node, *next;
+	struct zcx_vmr *e;
 
 	if (events == c->events_seen)
 		return;
 	c->events_seen = events;
-	for (e = c->lru.next; e != &c->lru; e = next) {
-		next = e->next;
+	for (node = c->lru.next; node != &c->lru; node = next) {
+		next = node->next;
+		e = vmr_of(node);
 		if (!entry_valid(c, e)) {
-			list_del(e);
+			zcx_list_del(&e->link);
 			bury(c, e);
 			c->stats.stale++;
 		}
 	}
 }
 
-/* Take the grave's entries out of the tables: the caller deregisters them. */
-static struct zcx_vmr *take_grave(struct zcx_verbs_cache *c)
+/*
+ * Move the grave's entries out of the tables onto @taken (initialised
+ * here): the caller deregisters them, without the lock.
+ */
+static void take_grave(struct zcx_verbs_cache *c, struct zcx_list *taken)
 {
-	struct zcx_vmr *first = NULL, *e;
+	struct zcx_vmr *e;
 
-	while ((e = c->grave.next) != &c->grave) {
-		list_del(e);
+	zcx_list_init(taken);
+	while (!zcx_list_empty(&c->grave)) {
+		e = vmr_of(c->grave.next);
+		zcx_list_del(&e->link);
 		mrs_unlink(c, e);
 		c->grave_entries--;
 		c->grave_bytes -= e->len;
 		c->stats.entries--;
 		c->stats.bytes -= e->len;
 		c->stats.deregistered++;
-		e->next = first;
-		first = e;
+		zcx_list_append(taken, &e->link);
 	}
-	return first;
 }
 
 /* Deregister entries taken from the grave; no lock held (system calls). */
-static int destroy_entries(struct zcx_verbs_cache *c, struct zcx_vmr *e)
+static int destroy_entries(struct zcx_verbs_cache *c, struct zcx_list *taken)
 {
-	struct zcx_vmr *next;
+	struct zcx_list *node, *next;
+	struct zcx_vmr *e;
 	int n = 0;
 
-	for (; e; e = next) {
-		next = e->next;
+	for (node = taken->next; node != taken; node = next) {
+		next = node->next;
+		e = vmr_of(node);
 		c->attr.dereg_mr(e->mr);
 		zcx_monitor_del(c->zcx, e->mon);
 		free(e);
@@ -195,7 +189,7 @@ static struct zcx_vmr *lookup(struct zcx_verbs_cache *c, uintptr_t addr, size_t 
 	if (e->refs) {
 		keys_unlink(c, e);	/* detached until released */
 	} else {
-		list_del(e);
+		zcx_list_del(&e->link);
 		bury(c, e);
 	}
 	return NULL;
@@ -205,7 +199,8 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 			     struct ibv_mr **out)
 {
 	uintptr_t key = (uintptr_t)addr;
-	struct zcx_vmr *e, *dead;
+	struct zcx_list dead;
+	struct zcx_vmr *e;
 	int ret;
 
 	*out = NULL;
@@ -216,7 +211,7 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 	e = lookup(c, key, len, access);
 	if (e) {
 		if (!e->refs++)
-			list_del(e);
+			zcx_list_del(&e->link);
 		c->stats.hits++;
 		pthread_mutex_unlock(&c->lock);
 		*out = e->mr;
@@ -224,15 +219,15 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 	}
 	/* A miss: the slow path, where old MRs are let go. */
 	collect_stale(c);
-	while (over_limits(c, len) && c->lru.next != &c->lru) {
-		e = c->lru.next;
-		list_del(e);
+	while (over_limits(c, len) && !zcx_list_empty(&c->lru)) {
+		e = vmr_of(c->lru.next);
+		zcx_list_del(&e->link);
 		bury(c, e);
 		c->stats.evictions++;
 	}
-	dead = take_grave(c);
+	take_grave(c, &dead);
 	pthread_mutex_unlock(&c->lock);
-	destroy_entries(c, dead);
+	destroy_entries(c, &dead);
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -278,13 +273,13 @@ ZCX_EXPORT int zcx_verbs_dereg(struct zcx_verbs_cache *c, struct ibv_mr *mr)
 	pthread_mutex_lock(&c->lock);
 	for (e = c->mrs[mr_bucket(c, mr)]; e && e->mr != mr; e = e->mr_next)
 		;
-	if (!e || !e->refs || e->prev) {
+	if (!e || !e->refs || zcx_list_linked(&e->link)) {
 		pthread_mutex_unlock(&c->lock);
 		return e ? -EINVAL : -ENOENT;
 	}
 	if (!--e->refs) {
 		if (e->in_keys && entry_valid(c, e))
-			list_append(&c->lru, e);
+			zcx_list_append(&c->lru, &e->link);
 		else
 			bury(c, e);	/* deregistered on the next miss */
 	}
@@ -306,32 +301,34 @@ bool zcx_verbs_owns(struct zcx_verbs_cache *c, const struct ibv_mr *mr)
 
 ZCX_EXPORT int zcx_verbs_cache_progress(struct zcx_verbs_cache *c)
 {
-	struct zcx_vmr *dead;
+	struct zcx_list dead;
 
 	if (!zcx_owned(c->zcx))
 		return -EIO;
 	pthread_mutex_lock(&c->lock);
 	c->events_seen--;	/* look at the LRU even without new events */
 	collect_stale(c);
-	dead = take_grave(c);
+	take_grave(c, &dead);
 	pthread_mutex_unlock(&c->lock);
-	return destroy_entries(c, dead);
+	return destroy_entries(c, &dead);
 }
 
 ZCX_EXPORT int zcx_verbs_cache_flush(struct zcx_verbs_cache *c)
 {
-	struct zcx_vmr *e, *dead;
+	struct zcx_list dead;
+	struct zcx_vmr *e;
 
 	if (!zcx_owned(c->zcx))
 		return -EIO;
 	pthread_mutex_lock(&c->lock);
-	while ((e = c->lru.next) != &c->lru) {
-		list_del(e);
+	while (!zcx_list_empty(&c->lru)) {
+		e = vmr_of(c->lru.next);
+		zcx_list_del(&e->link);
 		bury(c, e);
 	}
-	dead = take_grave(c);
+	take_grave(c, &dead);
 	pthread_mutex_unlock(&c->lock);
-	return destroy_entries(c, dead);
+	return destroy_entries(c, &dead);
 }
 
 ZCX_EXPORT int zcx_verbs_stats(struct zcx_verbs_cache *c, struct zcx_verbs_stats *stats)
@@ -377,8 +374,8 @@ ZCX_EXPORT int zcx_verbs_cache_create(struct zcx *zcx, struct ibv_pd *pd,
 		return -ENOMEM;
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	c->lru.prev = c->lru.next = &c->lru;
-	c->grave.prev = c->grave.next = &c->grave;
+	zcx_list_init(&c->lru);
+	zcx_list_init(&c->grave);
 	*out = c;
 	return 0;
 }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "zcx.h"
+#include "zcx_list.h"
 
 #define ZCX_EXPORT __attribute__((visibility("default")))
 
@@ -25,14 +26,14 @@ struct zcx_mr {
 	uint64_t gen;
 	uint64_t handle;
 	struct zcx_mr *hash_next;	/* bucket chain */
-	struct zcx_mr *lru_prev, *lru_next;	/* unused entries, oldest first */
+	struct zcx_list link;		/* on the LRU (unused) or detached list */
 };
 
 struct zcx_mr_cache {
 	struct zcx_mr **buckets;
 	size_t nbuckets;		/* a power of two */
-	struct zcx_mr lru;		/* list head of unused entries */
-	struct zcx_mr detached;		/* list head of stale entries in use */
+	struct zcx_list lru;		/* unused entries, oldest first */
+	struct zcx_list detached;	/* stale entries still in use */
 	size_t nunused, max_unused;
 	struct zcx_mr_stats stats;
 };
