@@ -132,7 +132,8 @@ struct zcx_query {
  * (kernel address, unmapped hole), EACCES (protection forbids the access,
  * e.g. PROT_NONE), EOPNOTSUPP (file-backed or device memory), ENOMEM
  * (RLIMIT_MEMLOCK, cache_bytes or cache_entries reached with every cached
- * region in use), EAGAIN (the range kept changing while it was pinned).
+ * region in use), EAGAIN (the range kept changing while it was pinned),
+ * EOVERFLOW (the context has handed out all 2^39 generations).
  */
 struct zcx_mr_reg {
 	__u64 addr;
@@ -198,7 +199,7 @@ struct zcx_mr_flush {
  * evicted, and takes one of the context's cache entries.  Stale or not,
  * it stays until removed.
  * Errors: EINVAL (zero length, overflow, flags), EFAULT (kernel
- * address), ENOMEM (no free entry).
+ * address), ENOMEM (no free entry), EOVERFLOW (as for regions).
  */
 struct zcx_mon_add {
 	__u64 addr;
