@@ -30,4 +30,16 @@ static inline void vm_flags_clear(struct vm_area_struct *vma, vm_flags_t flags)
 }
 #endif
 
+/* pin_user_pages_remote() lost its vmas argument in 6.5. */
+static inline long zcx_pin_user_pages_remote(struct mm_struct *mm, unsigned long start,
+					     unsigned long nr_pages, unsigned int gup_flags,
+					     struct page **pages, int *locked)
+{
+#ifdef ZCX_HAVE_PIN_REMOTE_VMAS
+	return pin_user_pages_remote(mm, start, nr_pages, gup_flags, pages, NULL, locked);
+#else
+	return pin_user_pages_remote(mm, start, nr_pages, gup_flags, pages, locked);
+#endif
+}
+
 #endif /* ZCX_COMPAT_H */

@@ -12,6 +12,7 @@
 static void zcx_ctx_free(struct zcx_ctx *ctx)
 {
 	zcx_status_free(ctx);
+	put_cred(ctx->cred);
 	kvfree(ctx->free_slots);
 	kvfree(ctx->slots);
 	mmdrop(ctx->mm);
@@ -45,6 +46,13 @@ struct zcx_ctx *zcx_ctx_create(void)
 	mutex_init(&ctx->reap_mutex);
 	init_waitqueue_head(&ctx->event_wait);
 	INIT_WORK(&ctx->reap_work, zcx_reap_work);
+	atomic_set(&ctx->busy, 0);
+	init_waitqueue_head(&ctx->busy_wait);
+	ctx->cred = get_current_cred();
+	mutex_init(&ctx->ep_mutex);
+	init_waitqueue_head(&ctx->poll_wait);
+	spin_lock_init(&ctx->expose_lock);
+	hash_init(ctx->exposed);
 	ctx->nslots = zcx_cache_entries;
 	ctx->max_entries = zcx_cache_entries;
 	ctx->max_bytes = zcx_cache_bytes;
@@ -67,6 +75,8 @@ struct zcx_ctx *zcx_ctx_create(void)
 
 void zcx_ctx_destroy(struct zcx_ctx *ctx)
 {
+	/* Transfers first: they hold pages of the regions busy. */
+	zcx_eps_destroy(ctx);
 	zcx_regions_destroy(ctx);
 	atomic64_dec(&zcx_stat_contexts);
 	zcx_ctx_free(ctx);

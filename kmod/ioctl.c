@@ -69,6 +69,8 @@ static long zcx_ioctl_query(unsigned int cmd, void __user *uarg)
 	q.zcopy_threshold = zcx_zcopy_threshold;
 	q.page_size = PAGE_SIZE;
 	q.cache_bytes = zcx_cache_bytes;
+	q.eager_credits = zcx_eager_credits;
+	q.max_endpoints = ZCX_MAX_ENDPOINTS;
 	return zcx_copy_arg_out(&q, sizeof(q), cmd, uarg);
 }
 
@@ -156,6 +158,68 @@ static long zcx_ioctl_mon_add(struct zcx_ctx *ctx, unsigned int cmd, void __user
 	return ret;
 }
 
+/*
+ * The transport's commands: copy in, check what every command checks
+ * (reserved words), run, copy out.  @run returns 0 or a negative errno,
+ * or, for ZCX_IOC_ENTER, the count it returns to the caller.
+ */
+#define ZCX_XFER_IOCTL(name, type, min_field)					\
+static long zcx_ioctl_##name(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg) \
+{										\
+	type arg;								\
+	long ret;								\
+										\
+	ret = zcx_copy_arg_in(&arg, sizeof(arg), offsetofend(type, min_field),	\
+			      cmd, uarg);					\
+	if (ret)								\
+		return ret;							\
+	if (!zcx_reserved_is_zero(arg.reserved, ARRAY_SIZE(arg.reserved)))	\
+		return -EINVAL;							\
+	ret = zcx_run_##name(ctx, &arg);					\
+	if (ret < 0 || !zcx_out_##name)						\
+		return ret;							\
+	return zcx_copy_arg_out(&arg, sizeof(arg), cmd, uarg) ?: ret;		\
+}
+
+static int zcx_run_ep_destroy(struct zcx_ctx *ctx, struct zcx_ep_destroy *arg)
+{
+	return arg->flags ? -EINVAL : zcx_ep_destroy_idx(ctx, arg->ep);
+}
+
+static int zcx_run_enter(struct zcx_ctx *ctx, struct zcx_enter *arg)
+{
+	return zcx_ep_enter(ctx, arg);
+}
+
+static int zcx_run_unexpose(struct zcx_ctx *ctx, struct zcx_unexpose *arg)
+{
+	return arg->flags || arg->pad ? -EINVAL : zcx_unexpose(ctx, arg->rkey);
+}
+
+#define zcx_run_ep_create	zcx_ep_create
+#define zcx_run_ep_connect	zcx_ep_connect
+#define zcx_run_expose		zcx_expose
+#define zcx_run_bar_create	zcx_bar_create
+#define zcx_run_bar_join	zcx_bar_join
+/* Which commands return results in their structure. */
+#define zcx_out_ep_create	1
+#define zcx_out_ep_destroy	0
+#define zcx_out_ep_connect	1
+#define zcx_out_enter		0
+#define zcx_out_expose		1
+#define zcx_out_unexpose	0
+#define zcx_out_bar_create	1
+#define zcx_out_bar_join	1
+
+ZCX_XFER_IOCTL(ep_create, struct zcx_ep_create, reserved)
+ZCX_XFER_IOCTL(ep_destroy, struct zcx_ep_destroy, reserved)
+ZCX_XFER_IOCTL(ep_connect, struct zcx_ep_connect, reserved)
+ZCX_XFER_IOCTL(enter, struct zcx_enter, reserved)
+ZCX_XFER_IOCTL(expose, struct zcx_expose, reserved)
+ZCX_XFER_IOCTL(unexpose, struct zcx_unexpose, reserved)
+ZCX_XFER_IOCTL(bar_create, struct zcx_bar_create, reserved)
+ZCX_XFER_IOCTL(bar_join, struct zcx_bar_join, reserved)
+
 long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct zcx_ctx *ctx = file->private_data;
@@ -182,6 +246,22 @@ long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return zcx_ioctl_limits(ctx, cmd, uarg);
 	case _IOC_NR(ZCX_IOC_MON_ADD):
 		return zcx_ioctl_mon_add(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_EP_CREATE):
+		return zcx_ioctl_ep_create(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_EP_DESTROY):
+		return zcx_ioctl_ep_destroy(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_EP_CONNECT):
+		return zcx_ioctl_ep_connect(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_ENTER):
+		return zcx_ioctl_enter(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_EXPOSE):
+		return zcx_ioctl_expose(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_UNEXPOSE):
+		return zcx_ioctl_unexpose(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_BAR_CREATE):
+		return zcx_ioctl_bar_create(ctx, cmd, uarg);
+	case _IOC_NR(ZCX_IOC_BAR_JOIN):
+		return zcx_ioctl_bar_join(ctx, cmd, uarg);
 	default:
 		return -ENOTTY;
 	}

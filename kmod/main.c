@@ -12,7 +12,6 @@
 #include "zcx.h"
 #include "zcx_uapi.h"
 
-#define ZCX_MAX_RING_DEPTH	32768
 
 unsigned int zcx_cache_entries = 8192;
 module_param_named(cache_entries, zcx_cache_entries, uint, 0444);
@@ -21,6 +20,14 @@ MODULE_PARM_DESC(cache_entries, "Registration-cache entries per context (default
 unsigned int zcx_ring_depth = 1024;
 module_param_named(ring_depth, zcx_ring_depth, uint, 0444);
 MODULE_PARM_DESC(ring_depth, "Default ring depth, a power of two (default 1024)");
+
+unsigned int zcx_eager_credits = 64;
+module_param_named(eager_credits, zcx_eager_credits, uint, 0444);
+MODULE_PARM_DESC(eager_credits, "Inline messages a connection may have unreceived at its peer (default 64)");
+
+unsigned int zcx_poll_idle_us = 2000;
+module_param_named(poll_idle_us, zcx_poll_idle_us, uint, 0444);
+MODULE_PARM_DESC(poll_idle_us, "Microseconds a polling thread spins without work before it sleeps (default 2000)");
 
 unsigned int zcx_zcopy_threshold = 4096;
 module_param_named(zcopy_threshold, zcx_zcopy_threshold, uint, 0444);
@@ -55,7 +62,9 @@ static int zcx_mmap(struct file *file, struct vm_area_struct *vma)
 	ret = zcx_ctx_check_caller(ctx);
 	if (ret)
 		return ret;
-	return zcx_status_mmap(ctx, vma);
+	if (vma->vm_pgoff == (ZCX_MMAP_STATUS >> PAGE_SHIFT))
+		return zcx_status_mmap(ctx, vma);
+	return zcx_ep_mmap(ctx, vma);
 }
 
 static ssize_t zcx_read(struct file *file, char __user *buf, size_t len, loff_t *pos)
@@ -115,6 +124,14 @@ static int __init zcx_check_params(void)
 		       ZCX_MAX_RING_DEPTH);
 		return -EINVAL;
 	}
+	if (zcx_eager_credits > ZCX_MAX_RING_DEPTH) {
+		pr_err("eager_credits must be at most %u\n", ZCX_MAX_RING_DEPTH);
+		return -EINVAL;
+	}
+	if (zcx_poll_idle_us > USEC_PER_SEC) {
+		pr_err("poll_idle_us must be at most %lu\n", USEC_PER_SEC);
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -131,6 +148,9 @@ static int __init zcx_init(void)
 static void __exit zcx_exit(void)
 {
 	misc_deregister(&zcx_miscdev);
+	/* No context is left, so no endpoint or barrier either. */
+	zcx_ep_global_exit();
+	zcx_bar_global_exit();
 }
 
 module_init(zcx_init);

@@ -12,8 +12,9 @@
  * of the limits, but lookups do not see it); LIVE once in the interval
  * tree; DEAD when the notifier invalidates it or the LRU evicts it.  A
  * DEAD region is off the tree and its generation word is odd, so it is
- * never handed out again; the reaper unpins it, and the structure goes
- * when both the reaper and the last handle are done with it.
+ * never handed out again; the reaper unpins it once no transfer holds it
+ * busy, and the structure goes when both the reaper and the last handle
+ * are done with it.
  */
 #include <linux/capability.h>
 #include <linux/hugetlb_inline.h>
@@ -170,7 +171,15 @@ static void zcx_reap(struct zcx_ctx *ctx)
 	spin_unlock(&ctx->lock);
 
 	list_for_each_entry_safe(r, tmp, &list, link) {
+		spin_lock(&ctx->lock);
+		if (r->busy) {
+			/* A transfer still copies: its last busy put requeues us. */
+			list_move_tail(&r->link, &ctx->dead);
+			spin_unlock(&ctx->lock);
+			continue;
+		}
 		list_del_init(&r->link);
+		spin_unlock(&ctx->lock);
 		zcx_region_unpin(ctx, r);
 
 		spin_lock(&ctx->lock);
@@ -260,7 +269,9 @@ static void zcx_unreserve(struct zcx_ctx *ctx, struct zcx_region *r)
 /* Charge mm->pinned_vm against RLIMIT_MEMLOCK, as ib_umem_get() does. */
 static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages)
 {
-	unsigned long limit = rlimit(RLIMIT_MEMLOCK) >> PAGE_SHIFT;
+	/* The polling thread pins for the opener, under the opener's limit. */
+	unsigned long limit = (current->flags & PF_KTHREAD ? ctx->poll_memlock :
+			       rlimit(RLIMIT_MEMLOCK)) >> PAGE_SHIFT;
 	s64 total = atomic64_add_return(npages, &ctx->mm->pinned_vm);
 
 	if (total > limit && !capable(CAP_IPC_LOCK)) {
@@ -345,7 +356,7 @@ static void zcx_mr_fill(struct zcx_mr_reg *reg, const struct zcx_region *r, u32 
  * The page-aligned [*start, *end) of a user range: EINVAL for an empty or
  * wrapping one (the rounded end too), EFAULT beyond the user address space.
  */
-static int zcx_user_range(u64 addr, u64 len, unsigned long *start, unsigned long *end)
+int zcx_user_range(u64 addr, u64 len, unsigned long *start, unsigned long *end)
 {
 	if (!len || addr + len < addr || PAGE_ALIGN(addr + len) < addr + len)
 		return -EINVAL;
@@ -558,6 +569,113 @@ int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle)
 	if (reap)
 		zcx_reap(ctx);
 	return 0;
+}
+
+/*
+ * Busy references: a transfer copying to or from a region's pages holds
+ * one, which keeps the pages pinned (though not the region valid) and the
+ * context alive until zcx_region_busy_put().
+ */
+static void zcx_region_busy_get_locked(struct zcx_region *r)
+{
+	lockdep_assert_held(&r->ctx->lock);
+	r->busy++;
+	atomic_inc(&r->ctx->busy);
+}
+
+/* Another reference for an already valid region; false if it went stale. */
+bool zcx_region_busy_get(struct zcx_region *r)
+{
+	bool live;
+
+	spin_lock(&r->ctx->lock);
+	live = r->state == ZCX_REGION_LIVE;
+	if (live)
+		zcx_region_busy_get_locked(r);
+	spin_unlock(&r->ctx->lock);
+	return live;
+}
+
+void zcx_region_busy_put(struct zcx_region *r)
+{
+	struct zcx_ctx *ctx = r->ctx;
+	bool reap;
+
+	spin_lock(&ctx->lock);
+	reap = !--r->busy && r->state == ZCX_REGION_DEAD;
+	spin_unlock(&ctx->lock);
+	/* Before the count drops: the context lives until it is zero. */
+	if (reap)
+		schedule_work(&ctx->reap_work);
+	if (atomic_dec_and_test(&ctx->busy))
+		wake_up_all(&ctx->busy_wait);
+}
+
+/* The LIVE region a handle names if it covers [start, last] with @access. */
+static struct zcx_region *zcx_handle_lookup_locked(struct zcx_ctx *ctx, u64 handle,
+						   unsigned long start, unsigned long last,
+						   u32 access)
+{
+	u32 slot = ZCX_HANDLE_SLOT(handle);
+	struct zcx_region *r;
+
+	if (slot >= ctx->nslots)
+		return NULL;
+	r = ctx->slots[slot];
+	if (!r || r->monitor || r->state != ZCX_REGION_LIVE || r->gen != ZCX_HANDLE_GEN(handle) ||
+	    r->node.start > start || r->node.last < last || (r->access & access) != access)
+		return NULL;
+	return r;
+}
+
+/*
+ * A busy reference on a valid region covering [addr, addr + len) with
+ * @access, for a transfer: the one @handle names if it still fits, else
+ * one from the cache, pinning on a miss.  Runs in ctx->mm.
+ */
+int zcx_region_acquire(struct zcx_ctx *ctx, u64 addr, u64 len, u32 access, u64 handle,
+		       struct zcx_region **out)
+{
+	struct zcx_mr_reg reg = { .addr = addr, .length = len, .access = access };
+	unsigned long start, end;
+	struct zcx_region *r;
+	int ret, attempt;
+
+	ret = zcx_user_range(addr, len, &start, &end);
+	if (ret)
+		return ret;
+	for (attempt = 0; attempt < ZCX_PIN_RETRIES; attempt++) {
+		spin_lock(&ctx->lock);
+		r = handle ? zcx_handle_lookup_locked(ctx, handle, start, end - 1, access) : NULL;
+		if (!r)
+			r = zcx_lookup_locked(ctx, start, end - 1, access);
+		if (r) {
+			zcx_region_busy_get_locked(r);
+			zcx_counter_add(ctx, hits, 1);
+			spin_unlock(&ctx->lock);
+			*out = r;
+			return 0;
+		}
+		spin_unlock(&ctx->lock);
+
+		ret = zcx_region_create(ctx, &reg, start, end);
+		if (ret)
+			return ret;
+		/* Trade the handle's reference for a busy one, if still valid. */
+		r = NULL;
+		spin_lock(&ctx->lock);
+		if (ctx->slots[reg.slot]->state == ZCX_REGION_LIVE) {
+			r = ctx->slots[reg.slot];
+			zcx_region_busy_get_locked(r);
+		}
+		spin_unlock(&ctx->lock);
+		zcx_mr_deregister(ctx, reg.handle);
+		if (r) {
+			*out = r;
+			return 0;
+		}
+	}
+	return -EAGAIN;
 }
 
 /* Watch [start, end) without pinning: a region with no pages. */

@@ -3,20 +3,38 @@
  * zcx.h - internal declarations shared by the files of zcx.ko.
  *
  * Locking, outermost first:
+ *   zcx_ctx.ep_mutex	creation and destruction of endpoints and of
+ *				their connections and barrier memberships,
+ *				the polling thread;
+ *   zcx_ep.sq_mutex	whoever takes submissions from an endpoint's SQ
+ *				(ZCX_IOC_ENTER or the polling thread);
+ *   zcx_ep.match_mutex	a receiving endpoint's queues of posted receives
+ *				and unexpected messages, and its @dead flag.
+ *				Senders take their peer's; nobody holds two;
  *   zcx_ctx.read_mutex	serialises read() of events;
  *   zcx_ctx.reap_mutex	held through a whole reaper pass, so that
  *				waiting for it means the pages are unpinned;
  *   mm->mmap_lock		taken by pinning and the VMA check;
+ *   zcx_barrier.lock	spinlock: a barrier's arrivals;
+ *   zcx_ep.cq_lock		spinlock: the CQ's producer side;
+ *   zcx_ctx.expose_lock	spinlock: the exposures' hash table;
  *   zcx_ctx.lock		a spinlock, innermost.  MMU-notifier callbacks
  *				take it while the mm's own locks are held, so
  *				nothing that sleeps, allocates, faults or takes
  *				mmap_lock ever runs under it.
+ *
+ * Copies between processes run under no lock at all: the pages they touch
+ * are held "busy" (see struct zcx_region) and the copy stops early when
+ * either endpoint dies.
  */
 #ifndef ZCX_H
 #define ZCX_H
 
+#include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/hashtable.h>
 #include <linux/interval_tree.h>
+#include <linux/kref.h>
 #include <linux/list.h>
 #include <linux/mm_types.h>
 #include <linux/mmu_notifier.h>
@@ -35,8 +53,11 @@ extern unsigned int zcx_cache_entries;
 extern unsigned int zcx_ring_depth;
 extern unsigned int zcx_zcopy_threshold;
 extern unsigned long zcx_cache_bytes;
+extern unsigned int zcx_eager_credits;
+extern unsigned int zcx_poll_idle_us;
 
 #define ZCX_MAX_CACHE_ENTRIES	(1U << 20)
+#define ZCX_MAX_RING_DEPTH	32768
 #define ZCX_EVENT_COUNT		1024
 
 enum zcx_region_state {
@@ -58,6 +79,8 @@ enum zcx_region_state {
  * @users:	handles userspace holds on it.
  * @state:	enum zcx_region_state.
  * @unpinned:	pages released by the reaper.
+ * @busy:	transfers using the pages now: the reaper leaves them pinned
+ *		until the last one is done, even when the region is DEAD.
  * @monitor:	a monitor (ZCX_IOC_MON_ADD): no pages, never in @node's
  *		tree, never on the LRU.
  * @cookie:	a monitor's cookie, for its events.
@@ -78,6 +101,7 @@ struct zcx_region {
 	unsigned int users;
 	enum zcx_region_state state;
 	bool unpinned;
+	unsigned int busy;
 	bool monitor;
 	u64 cookie;
 	struct list_head link;
@@ -112,6 +136,17 @@ struct zcx_region {
  * @event_wait:	read() and poll() wait here for events.
  * @reap_work:	unpins DEAD regions outside the notifier callbacks.
  * @reap_mutex:	held by whoever unpins DEAD regions.
+ * @busy:	busy references on this context's regions (transfers, its
+ *		own or peers'); teardown waits for zero on @busy_wait.
+ * @cred:	the opener's credentials, for the polling thread.
+ * @poll_memlock: RLIMIT_MEMLOCK of the opener when the polling thread
+ *		started, which charges pins in its stead.
+ * @ep_mutex:	see the lock order above.
+ * @eps:	endpoints by index, RCU-protected for lookups.
+ * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL.
+ * @poll_wait:	where it sleeps when idle.
+ * @expose_lock: protects @exposed.
+ * @exposed:	exposed regions by key.
  */
 struct zcx_ctx {
 	struct mm_struct *mm;
@@ -139,7 +174,156 @@ struct zcx_ctx {
 	wait_queue_head_t event_wait;
 	struct work_struct reap_work;
 	struct mutex reap_mutex;	/* see the lock order above */
+	atomic_t busy;
+	wait_queue_head_t busy_wait;
+	const struct cred *cred;
+	unsigned long poll_memlock;
+	struct mutex ep_mutex;		/* see the lock order above */
+	struct zcx_ep __rcu *eps[ZCX_MAX_ENDPOINTS];
+	struct task_struct *poller;
+	wait_queue_head_t poll_wait;
+	spinlock_t expose_lock;		/* see the lock order above */
+	DECLARE_HASHTABLE(exposed, 6);
 };
+
+struct zcx_ring_hdr;
+struct zcx_barrier;
+
+/**
+ * struct zcx_ep - an endpoint: its rings and its message queues.
+ * @ref:	held by the context's table, its connections' peers, its
+ *		operations and lookups in flight.
+ * @rcu:	frees it after RCU lookups.
+ * @ctx:	owner; valid while !@dead or while a busy reference is held.
+ * @idx:	index in ctx->eps.
+ * @id:		number in the node-wide table (the address's id).
+ * @key:	the address's secret.
+ * @owner:	euid of the creator.
+ * @flags:	ZCX_EP_*.
+ * @ring:	the mapped memory (vmalloc_user), @ring_size bytes: @hdr,
+ *		then @sqes, then @cqes.
+ * @sq_mask:	@sq_entries - 1, the kernel's own copy.
+ * @cq_mask:	@cq_entries - 1, the kernel's own copy.
+ * @sq_mutex:	see the lock order.
+ * @sq_head:	next SQ entry to take (under @sq_mutex).
+ * @cq_lock:	see the lock order.
+ * @cq_tail:	next CQ entry to fill (under @cq_lock).
+ * @owed:	operations taken but not completed (under @cq_lock): they
+ *		have CQ room reserved, so the CQ never overflows.
+ * @cq_wait:	ZCX_IOC_ENTER waits here for completions.
+ * @match_mutex: see the lock order.
+ * @dead:	destroyed: takes nothing more, peers fail (under
+ *		@match_mutex; read locklessly to cut copies short).
+ * @posted:	receives waiting for a message (struct zcx_op).
+ * @unexpected:	messages waiting for a receive (struct zcx_op).
+ * @conns:	connections by number (struct zcx_conn).
+ * @bars:	barriers joined, by number (under ctx->ep_mutex, read under
+ *		@sq_mutex).
+ */
+struct zcx_ep {
+	struct kref ref;
+	struct rcu_head rcu;
+	struct zcx_ctx *ctx;
+	u32 idx;
+	u32 id;
+	u64 key;
+	kuid_t owner;
+	u32 flags;
+	void *ring;
+	size_t ring_size;
+	struct zcx_ring_hdr *hdr;
+	struct zcx_sqe *sqes;
+	struct zcx_cqe *cqes;
+	u32 sq_entries;
+	u32 cq_entries;
+	u32 sq_mask;
+	u32 cq_mask;
+	struct mutex sq_mutex;		/* see the lock order */
+	u32 sq_head;
+	spinlock_t cq_lock;		/* see the lock order */
+	u32 cq_tail;
+	u32 owed;
+	wait_queue_head_t cq_wait;
+	struct mutex match_mutex;	/* see the lock order */
+	bool dead;
+	struct list_head posted;
+	struct list_head unexpected;
+	struct xarray conns;
+	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
+};
+
+/**
+ * struct zcx_conn - a one-way connection to a peer endpoint.
+ * @ref:	held by the connection table and by queued eager messages.
+ * @peer:	the peer (a reference).
+ * @eager:	eager messages queued unreceived at @peer (under
+ *		peer->match_mutex), at most zcx_eager_credits.
+ */
+struct zcx_conn {
+	struct kref ref;
+	struct zcx_ep *peer;
+	unsigned int eager;
+};
+
+/**
+ * struct zcx_op - a submission taken from an SQ, until it completes.
+ * @link:	on a peer's or its owner's queue, or a barrier's.
+ * @ep:		owner (a reference), whose CQ gets the completion; NULL for
+ *		an eager message, whose send completed already.
+ * @user_data:	from the SQE.
+ * @opcode:	ZCX_OP_*.
+ * @addr:	the local buffer ...
+ * @len:	... and its length.
+ * @tag:	SEND: the message's; RECV: to match ...
+ * @tag_mask:	... in these bits.
+ * @region:	busy reference on the pinned pages of the buffer, or NULL.
+ * @data:	an eager message's bytes (kmalloc), or NULL.
+ * @conn:	an eager message's connection (a reference), for its credit.
+ */
+struct zcx_op {
+	struct list_head link;
+	struct zcx_ep *ep;
+	u64 user_data;
+	u8 opcode;
+	u64 addr;
+	u64 len;
+	u64 tag;
+	u64 tag_mask;
+	struct zcx_region *region;
+	void *data;
+	struct zcx_conn *conn;
+};
+
+/* endpoint.c */
+int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg);
+int zcx_ep_destroy_idx(struct zcx_ctx *ctx, u32 idx);
+void zcx_eps_destroy(struct zcx_ctx *ctx);
+int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg);
+int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg);
+int zcx_ep_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);
+struct zcx_ep *zcx_ep_get(struct zcx_ctx *ctx, u32 idx);
+void zcx_ep_put(struct zcx_ep *ep);
+void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
+bool zcx_addr_valid(const struct zcx_addr *addr, u16 kind);
+void zcx_ep_global_exit(void);
+
+/* xfer.c */
+void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle);
+void zcx_op_recv(struct zcx_op *op, u64 handle);
+void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 rkey,
+		u64 handle);
+void zcx_ep_cancel(struct zcx_ep *ep);
+void zcx_conn_put(struct zcx_conn *conn);
+int zcx_expose(struct zcx_ctx *ctx, struct zcx_expose *arg);
+int zcx_unexpose(struct zcx_ctx *ctx, u64 rkey);
+void zcx_exposed_destroy(struct zcx_ctx *ctx);
+
+/* barrier.c */
+int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg);
+int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg);
+void zcx_op_barrier(struct zcx_op *op, u32 bar);
+void zcx_ep_leave_barriers(struct zcx_ep *ep);
+void zcx_bar_global_exit(void);
 
 /* context.c */
 struct zcx_ctx *zcx_ctx_create(void);
@@ -157,6 +341,11 @@ int zcx_mr_set_limits(struct zcx_ctx *ctx, struct zcx_limits *limits);
 int zcx_mon_add(struct zcx_ctx *ctx, struct zcx_mon_add *mon);
 void zcx_regions_destroy(struct zcx_ctx *ctx);
 void zcx_reap_work(struct work_struct *work);
+int zcx_region_acquire(struct zcx_ctx *ctx, u64 addr, u64 len, u32 access, u64 handle,
+		       struct zcx_region **out);
+bool zcx_region_busy_get(struct zcx_region *r);
+void zcx_region_busy_put(struct zcx_region *r);
+int zcx_user_range(u64 addr, u64 len, unsigned long *start, unsigned long *end);
 
 /* status.c */
 int zcx_status_init(struct zcx_ctx *ctx);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "zcx_uapi.h"
 
@@ -137,6 +138,117 @@ int zcx_events_drain(struct zcx *zcx, zcx_event_fn fn, void *arg);
  * "nothing changed since I last looked" without draining.
  */
 uint64_t zcx_events_head(const struct zcx *zcx);
+
+/*
+ * Endpoints and transfers (needs ZCX_FEATURE_TRANSPORT; -ENOTTY without).
+ *
+ * An endpoint owns a submission and a completion ring mapped from the
+ * module.  Its address (struct zcx_addr, fixed-size bytes) goes to peers
+ * out of band; a peer that knows it connects and gets a connection number
+ * to send, put and get through.  Connections are one-way: to answer, the
+ * peer connects back.  An endpoint may be used by several threads.
+ *
+ * Non-blocking calls start an operation described by a caller-owned
+ * struct zcx_req, which must stay in place until the operation completed
+ * (zcx_test() returned 1 or zcx_wait() returned).  Completion sets the
+ * request's @status (0 or a negative errno, see struct zcx_cqe), @len and,
+ * for receives, @tag.  Buffers are registered through the module's cache
+ * automatically; a caller that holds a registration covering the buffer
+ * (zcx_mr_reg()) may put it in @mr to save the lookup.  Buffers must not
+ * be touched until their operation completed.
+ *
+ * With ZCX_EP_POLL a kernel thread takes submissions, so a busy endpoint
+ * sends and completes with no system call at all; an idle thread sleeps
+ * and the library rings the doorbell when the module asks for it.
+ */
+struct zcx_ep;
+
+struct zcx_req {
+	struct zcx_mr *mr;	/* in, optional */
+	int status;		/* out */
+	bool done;		/* out */
+	size_t len;		/* out */
+	uint64_t tag;		/* out */
+};
+
+/*
+ * Create an endpoint.  @flags: ZCX_EP_POLL, ZCX_EP_ANY_USER.  @depth: SQ
+ * entries, 0 for the module's default.  Errors: those of
+ * ZCX_IOC_EP_CREATE, -EIO after fork().
+ */
+int zcx_ep_create(struct zcx *zcx, unsigned int flags, unsigned int depth,
+		  struct zcx_ep **ep);
+
+/*
+ * Destroy an endpoint; NULL is ignored.  Operations still pending are
+ * abandoned: their requests never complete.  Peers waiting on it see
+ * -ECONNRESET.
+ */
+void zcx_ep_destroy(struct zcx_ep *ep);
+
+/* The endpoint's address, for peers. */
+void zcx_ep_addr(const struct zcx_ep *ep, struct zcx_addr *addr);
+
+/* Connect to a peer's address; *peer is the connection number. */
+int zcx_ep_connect(struct zcx_ep *ep, const struct zcx_addr *addr, uint32_t *peer);
+
+/*
+ * Tagged messages.  A receive takes the oldest message (in order per
+ * sender) whose tag equals @tag in the bits set in @mask.
+ */
+int zcx_isend(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
+	      uint64_t tag, struct zcx_req *req);
+int zcx_irecv(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag, uint64_t mask,
+	      struct zcx_req *req);
+
+/* Blocking forms: return 0 / the bytes received, or a negative errno. */
+int zcx_send(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len, uint64_t tag);
+ssize_t zcx_recv(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag, uint64_t mask,
+		 uint64_t *tag_out);
+
+/*
+ * Expose [buf, buf + len) to connected peers with @rights
+ * (ZCX_REMOTE_READ/WRITE); *rkey names it for them.  Revoke with
+ * zcx_unexpose().
+ */
+int zcx_expose(struct zcx *zcx, void *buf, size_t len, unsigned int rights, uint64_t *rkey);
+int zcx_unexpose(struct zcx *zcx, uint64_t rkey);
+
+/* One-sided: write to / read from a peer's exposed region. */
+int zcx_iput(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
+	     uint64_t remote_addr, uint64_t rkey, struct zcx_req *req);
+int zcx_iget(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
+	     uint64_t remote_addr, uint64_t rkey, struct zcx_req *req);
+int zcx_put(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
+	    uint64_t remote_addr, uint64_t rkey);
+int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
+	    uint64_t remote_addr, uint64_t rkey);
+
+/*
+ * Barriers: one member creates it for @nprocs endpoints and passes the
+ * address to the others, who join; *bar is its number on the endpoint.
+ * zcx_barrier() returns once all members arrived; -ECONNRESET once a
+ * member went away.
+ */
+int zcx_barrier_create(struct zcx_ep *ep, unsigned int nprocs, struct zcx_addr *addr,
+		       uint32_t *bar);
+int zcx_barrier_join(struct zcx_ep *ep, const struct zcx_addr *addr, uint32_t *bar);
+int zcx_ibarrier(struct zcx_ep *ep, uint32_t bar, struct zcx_req *req);
+int zcx_barrier(struct zcx_ep *ep, uint32_t bar);
+
+/*
+ * Progress: zcx_test() returns 1 once @req completed, 0 if not yet, or a
+ * negative errno if progress failed; zcx_wait() blocks until it completed
+ * and returns its status.
+ */
+int zcx_test(struct zcx_ep *ep, struct zcx_req *req);
+int zcx_wait(struct zcx_ep *ep, struct zcx_req *req);
+
+/*
+ * System calls the library made on this endpoint (doorbells and waits):
+ * with ZCX_EP_POLL, a busy endpoint makes none per message.
+ */
+uint64_t zcx_ep_syscalls(const struct zcx_ep *ep);
 
 /*
  * Describe a negative errno returned by libzcx, with the meaning it has

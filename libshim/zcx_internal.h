@@ -15,6 +15,16 @@
 
 #define ZCX_EXPORT __attribute__((visibility("default")))
 
+/* Spin-wait hint. */
+static inline void zcx_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /* One cached registration (the library's front cache entry). */
 struct zcx_mr {
 	uintptr_t addr;

@@ -42,7 +42,9 @@
  */
 #define ZCX_FEATURE_MR_CACHE	(1ULL << 0)	/* regions, status area, events */
 #define ZCX_FEATURE_MONITOR	(1ULL << 1)	/* ZCX_IOC_MON_ADD */
-#define ZCX_FEATURES_KNOWN	(ZCX_FEATURE_MR_CACHE | ZCX_FEATURE_MONITOR)
+#define ZCX_FEATURE_TRANSPORT	(1ULL << 2)	/* endpoints, rings, transfers */
+#define ZCX_FEATURES_KNOWN	(ZCX_FEATURE_MR_CACHE | ZCX_FEATURE_MONITOR | \
+				 ZCX_FEATURE_TRANSPORT)
 
 /**
  * struct zcx_query - ZCX_IOC_QUERY: ABI version, features and limits.
@@ -59,6 +61,10 @@
  * @page_size:		out: the kernel's page size.
  * @cache_bytes:	out: pinned-byte limit per context (module parameter
  *			cache_bytes; 0 means only RLIMIT_MEMLOCK applies).
+ * @eager_credits:	out: inline messages one connection may have queued
+ *			unreceived at its peer; beyond that, sends wait for
+ *			the receiver (zero-copy) instead of being buffered.
+ * @max_endpoints:	out: endpoints per context.
  * @reserved:		in: must be zero; out: zero.
  */
 struct zcx_query {
@@ -70,7 +76,9 @@ struct zcx_query {
 	__u32 zcopy_threshold;
 	__u32 page_size;
 	__u64 cache_bytes;
-	__u64 reserved[4];
+	__u32 eager_credits;
+	__u32 max_endpoints;
+	__u64 reserved[3];
 };
 
 #define ZCX_IOC_QUERY		_IOWR(ZCX_IOC_MAGIC, 0x00, struct zcx_query)
@@ -338,5 +346,384 @@ struct zcx_event {
 	__u32 reserved;
 	__u64 lost;
 };
+
+/*
+ * Transport (ZCX_FEATURE_TRANSPORT).
+ *
+ * An endpoint is a pair of rings in memory shared with the kernel: a
+ * submission ring (SQ) of struct zcx_sqe that userspace fills, and a
+ * completion ring (CQ) of struct zcx_cqe that the kernel fills.  Map them
+ * with mmap(NULL, mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+ * mmap_offset) using the values ZCX_IOC_EP_CREATE returned, and find each
+ * field at the byte offsets in struct zcx_ring_offsets (the layout may
+ * grow; never hard-code it).  All indices are free-running __u32 counters;
+ * an entry lives at index & mask.
+ *
+ * Ordering, as in io_uring:
+ *  - SQ: userspace writes entries, then stores sq_tail with release.  The
+ *    kernel loads sq_tail with acquire, reads the entries, and stores
+ *    sq_head with release once it no longer needs them: entries before
+ *    sq_head may be reused.
+ *  - CQ: the kernel writes entries, then stores cq_tail with release.
+ *    Userspace loads cq_tail with acquire, reads the entries, then stores
+ *    cq_head with release.
+ *  - Doorbell: after publishing sq_tail, userspace issues a full barrier
+ *    and loads sq_flags.  Without a polling thread (ZCX_EP_POLL), or when
+ *    ZCX_SQ_NEED_WAKEUP is set, it calls ZCX_IOC_ENTER; otherwise the
+ *    polling thread will see the entries and no system call is needed.
+ *
+ * The completion ring never overflows: the kernel takes a submission only
+ * while the completions it owes plus those unread fit in the CQ.  When
+ * they would not, it leaves the entry in the SQ and ZCX_IOC_ENTER
+ * returns -EBUSY if it could take none; reap completions and retry.
+ *
+ * A submission's failure is reported in its completion (cqe.res), never by
+ * ZCX_IOC_ENTER, which fails only for its own arguments.
+ */
+
+/* Endpoints of a context and connections of an endpoint. */
+#define ZCX_MAX_ENDPOINTS	256
+#define ZCX_MAX_CONNECTIONS	4096
+#define ZCX_MAX_BARRIERS	64	/* barriers one endpoint belongs to */
+#define ZCX_MAX_BARRIER_PROCS	4096
+
+/* zcx_addr.kind */
+#define ZCX_ADDR_ENDPOINT	1
+#define ZCX_ADDR_BARRIER	2
+
+/**
+ * struct zcx_addr - address of an endpoint or a barrier, to be passed to
+ *		peers out of band (a file, a socket, PMIx, ...).  Treat it as
+ *		opaque bytes; its size is fixed.
+ * @kind:	ZCX_ADDR_*.
+ * @reserved0:	zero.
+ * @node:	0: this node.
+ * @id:		the object's number on its node.
+ * @key:	random 64-bit secret: whoever knows it may connect (or join).
+ * @reserved:	zero.
+ */
+struct zcx_addr {
+	__u16 kind;
+	__u16 reserved0;
+	__u32 node;
+	__u64 id;
+	__u64 key;
+	__u64 reserved[5];
+};
+
+/**
+ * struct zcx_ring_offsets - where the fields of the mapped rings are, in
+ *		bytes from the start of the endpoint's mapping.
+ * @sq_head:	__u32, written by the kernel.
+ * @sq_tail:	__u32, written by userspace.
+ * @sq_flags:	__u32 ZCX_SQ_*, written by the kernel.
+ * @sq_mask:	__u32, entries - 1.
+ * @sq_entries:	__u32.
+ * @sqes:	struct zcx_sqe[sq_entries].
+ * @cq_head:	__u32, written by userspace.
+ * @cq_tail:	__u32, written by the kernel.
+ * @cq_mask:	__u32, entries - 1.
+ * @cq_entries:	__u32.
+ * @cqes:	struct zcx_cqe[cq_entries].
+ * @reserved:	zero.
+ */
+struct zcx_ring_offsets {
+	__u32 sq_head;
+	__u32 sq_tail;
+	__u32 sq_flags;
+	__u32 sq_mask;
+	__u32 sq_entries;
+	__u32 sqes;
+	__u32 cq_head;
+	__u32 cq_tail;
+	__u32 cq_mask;
+	__u32 cq_entries;
+	__u32 cqes;
+	__u32 reserved[5];
+};
+
+/* sq_flags: the polling thread sleeps; ring the doorbell (ZCX_IOC_ENTER). */
+#define ZCX_SQ_NEED_WAKEUP	(1U << 0)
+
+/*
+ * Endpoint flags (zcx_ep_create.flags): ZCX_EP_POLL, a kernel thread of
+ * the context takes submissions; ZCX_EP_ANY_USER, other users may connect
+ * with the key (by default only the same effective uid may).
+ */
+#define ZCX_EP_POLL		(1U << 0)
+#define ZCX_EP_ANY_USER		(1U << 1)
+#define ZCX_EP_FLAGS		(ZCX_EP_POLL | ZCX_EP_ANY_USER)
+
+/**
+ * struct zcx_ep_create - ZCX_IOC_EP_CREATE: a new endpoint.
+ * @flags:	in: ZCX_EP_*.
+ * @sq_entries:	in: SQ size, 0 for the module's ring_depth; rounded up to a
+ *		power of two, at most 32768.  out: the size used.
+ * @cq_entries:	out: CQ size, twice @sq_entries.
+ * @ep:		out: the endpoint's index in this context.
+ * @mmap_offset: out: mmap() offset of its rings.
+ * @mmap_size:	out: bytes to map.
+ * @offsets:	out: see struct zcx_ring_offsets.
+ * @addr:	out: its address, for peers.
+ * @reserved:	in: must be zero.
+ *
+ * Errors: EINVAL (flags, size, reserved), ENOSPC (ZCX_MAX_ENDPOINTS
+ * already), ENOMEM.
+ */
+struct zcx_ep_create {
+	__u32 flags;
+	__u32 sq_entries;
+	__u32 cq_entries;
+	__u32 ep;
+	__u64 mmap_offset;
+	__u64 mmap_size;
+	struct zcx_ring_offsets offsets;
+	struct zcx_addr addr;
+	__u64 reserved[4];
+};
+
+/**
+ * struct zcx_ep_destroy - ZCX_IOC_EP_DESTROY: close an endpoint.
+ * @ep:		in: its index.
+ * @flags:	in: must be zero.
+ * @reserved:	in: must be zero.
+ *
+ * Pending operations are dropped (their completions never come); peers'
+ * operations waiting on this endpoint complete with ECONNRESET.  Closing
+ * the descriptor or exiting does the same for every endpoint.  Errors:
+ * ENOENT (no such endpoint), EINVAL.
+ */
+struct zcx_ep_destroy {
+	__u32 ep;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
+/**
+ * struct zcx_ep_connect - ZCX_IOC_EP_CONNECT: a connection from an
+ *		endpoint to a peer endpoint, for sends, puts and gets.
+ * @ep:		in: the local endpoint.
+ * @flags:	in: must be zero.
+ * @addr:	in: the peer's address.
+ * @peer:	out: the connection's number (zcx_sqe.peer).
+ * @pad:	zero.
+ * @reserved:	in: must be zero.
+ *
+ * Connections are one-way: the peer connects back to answer.  Errors:
+ * ECONNREFUSED (no such endpoint on this node, or wrong key), EACCES
+ * (the peer belongs to another user and did not set ZCX_EP_ANY_USER),
+ * ENOSPC (ZCX_MAX_CONNECTIONS), ENOENT (no local endpoint @ep), EINVAL.
+ */
+struct zcx_ep_connect {
+	__u32 ep;
+	__u32 flags;
+	struct zcx_addr addr;
+	__u32 peer;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+/* zcx_enter.flags */
+#define ZCX_ENTER_GETEVENTS	(1U << 0)	/* wait for min_complete */
+#define ZCX_ENTER_SQ_WAKEUP	(1U << 1)	/* wake the polling thread */
+#define ZCX_ENTER_FLAGS		(ZCX_ENTER_GETEVENTS | ZCX_ENTER_SQ_WAKEUP)
+
+/**
+ * struct zcx_enter - ZCX_IOC_ENTER: the doorbell.
+ * @ep:		in: the endpoint.
+ * @flags:	in: ZCX_ENTER_*.
+ * @to_submit:	in: take at most this many submissions (the polling thread
+ *		takes them itself on a ZCX_EP_POLL endpoint).
+ * @min_complete: in: with ZCX_ENTER_GETEVENTS, sleep until the CQ holds at
+ *		least this many unread completions (at most cq_entries).
+ * @reserved:	in: must be zero.
+ *
+ * Returns the number of submissions taken.  Errors: EBUSY (none taken
+ * because the CQ has no room), EINTR (a signal came while waiting; taken
+ * submissions still complete), ENOENT, EINVAL.
+ */
+struct zcx_enter {
+	__u32 ep;
+	__u32 flags;
+	__u32 to_submit;
+	__u32 min_complete;
+	__u64 reserved[2];
+};
+
+/* zcx_sqe.opcode */
+#define ZCX_OP_NOP		0	/* completes at once */
+#define ZCX_OP_SEND		1	/* tagged message to @peer */
+#define ZCX_OP_RECV		2	/* receive a message matching tag/mask */
+#define ZCX_OP_PUT		3	/* write [addr, +len) to the peer's memory */
+#define ZCX_OP_GET		4	/* read the peer's memory into [addr, +len) */
+#define ZCX_OP_BARRIER		5	/* arrive at barrier @peer, complete when all did */
+
+/**
+ * struct zcx_sqe - a submission.
+ * @opcode:	ZCX_OP_*.
+ * @flags:	must be zero.
+ * @reserved:	must be zero.
+ * @peer:	SEND, PUT, GET: connection number; BARRIER: barrier number.
+ * @user_data:	copied to the completion.
+ * @addr:	local buffer (SEND, RECV, PUT, GET).
+ * @len:	its length in bytes.
+ * @tag:	SEND: the message's tag; RECV: the tag to match.
+ * @tag_mask:	RECV: bits of @tag that must match (0 takes any message).
+ * @remote_addr: PUT, GET: address in the peer's exposed region.
+ * @rkey:	PUT, GET: the key of that region (ZCX_IOC_EXPOSE).
+ * @handle:	optional: a registration (ZCX_IOC_MR_REG) covering the local
+ *		buffer, which saves the module a lookup; 0 lets the module
+ *		find or make one in its cache.  A stale handle is ignored.
+ *
+ * Messages between two endpoints are matched in the order they were sent.
+ * A message shorter than zcopy_threshold is copied inline and its send
+ * completes at once (within eager_credits); a larger one is copied once,
+ * from the sender's pinned pages or memory straight into the receiver's,
+ * when both sides are there, and the send completes then.
+ */
+struct zcx_sqe {
+	__u8 opcode;
+	__u8 flags;
+	__u16 reserved;
+	__u32 peer;
+	__u64 user_data;
+	__u64 addr;
+	__u64 len;
+	__u64 tag;
+	union {
+		__u64 tag_mask;
+		__u64 remote_addr;
+	};
+	__u64 rkey;
+	__u64 handle;
+};
+
+/**
+ * struct zcx_cqe - a completion.
+ * @user_data:	the submission's.
+ * @res:	0, or a negative errno:
+ *		EINVAL		bad submission (opcode, flags, peer number);
+ *		EFAULT		the local buffer is not valid memory;
+ *		ECONNRESET	the peer or a barrier member went away;
+ *		EMSGSIZE	RECV: the message was longer than the buffer
+ *				(@len bytes of it were delivered);
+ *		EACCES		PUT, GET: no such key, revoked, or rights lack;
+ *		ERANGE		PUT, GET: outside the exposed region;
+ *		EINTR		the copy was cut short by a fatal signal;
+ *		ENOMEM, EOPNOTSUPP, EOVERFLOW as ZCX_IOC_MR_REG.
+ * @flags:	zero.
+ * @len:	bytes moved (RECV: the message's bytes delivered).
+ * @tag:	RECV: the message's tag.
+ */
+struct zcx_cqe {
+	__u64 user_data;
+	__s32 res;
+	__u32 flags;
+	__u64 len;
+	__u64 tag;
+};
+
+/* Rights of an exposed region (zcx_expose.rights). */
+#define ZCX_REMOTE_READ		(1U << 0)	/* peers may GET from it */
+#define ZCX_REMOTE_WRITE	(1U << 1)	/* peers may PUT into it */
+#define ZCX_REMOTE_ALL		(ZCX_REMOTE_READ | ZCX_REMOTE_WRITE)
+
+/**
+ * struct zcx_expose - ZCX_IOC_EXPOSE: let connected peers PUT into or GET
+ *		from [addr, addr + length) of this process.
+ * @addr:	in: start.
+ * @length:	in: bytes.
+ * @rights:	in: ZCX_REMOTE_*.
+ * @flags:	in: must be zero.
+ * @rkey:	out: the key peers name it by; pass it out of band.
+ * @reserved:	in: must be zero.
+ *
+ * Peers still need a connection to one of this context's endpoints.  The
+ * memory is pinned (it counts against RLIMIT_MEMLOCK) until
+ * ZCX_IOC_UNEXPOSE or close.  Peers always reach the memory mapped at the
+ * range now: after munmap + mmap at the same address they see the new
+ * memory.  Errors: those of ZCX_IOC_MR_REG.
+ */
+struct zcx_expose {
+	__u64 addr;
+	__u64 length;
+	__u32 rights;
+	__u32 flags;
+	__u64 rkey;
+	__u64 reserved[2];
+};
+
+/**
+ * struct zcx_unexpose - ZCX_IOC_UNEXPOSE: revoke a key.  Transfers under
+ *		way finish; later ones fail with EACCES.
+ * @rkey:	in: the key.
+ * @flags:	in: must be zero.
+ * @pad:	in: must be zero.
+ * @reserved:	in: must be zero.
+ *
+ * Errors: ENOENT (no such key here), EINVAL.
+ */
+struct zcx_unexpose {
+	__u64 rkey;
+	__u32 flags;
+	__u32 pad;
+	__u64 reserved[2];
+};
+
+/**
+ * struct zcx_bar_create - ZCX_IOC_BAR_CREATE: a barrier for @nprocs
+ *		endpoints, joined by the calling endpoint.
+ * @ep:		in: the endpoint.
+ * @nprocs:	in: members, 1 to ZCX_MAX_BARRIER_PROCS.
+ * @addr:	out: its address; others join with it.
+ * @bar:	out: its number on @ep (zcx_sqe.peer of ZCX_OP_BARRIER).
+ * @flags:	in: must be zero.
+ * @reserved:	in: must be zero.
+ *
+ * A ZCX_OP_BARRIER completes when all @nprocs members arrived; members
+ * may arrive again at once (the barrier is reusable).  When a member's
+ * endpoint goes away, the barrier breaks: waiting and later arrivals
+ * complete with ECONNRESET.  Errors: ENOSPC (ZCX_MAX_BARRIERS on @ep),
+ * ENOENT, EINVAL, ENOMEM.
+ */
+struct zcx_bar_create {
+	__u32 ep;
+	__u32 nprocs;
+	struct zcx_addr addr;
+	__u32 bar;
+	__u32 flags;
+	__u64 reserved[2];
+};
+
+/**
+ * struct zcx_bar_join - ZCX_IOC_BAR_JOIN: join a barrier.
+ * @ep:		in: the endpoint.
+ * @flags:	in: must be zero.
+ * @addr:	in: the barrier's address.
+ * @bar:	out: its number on @ep.
+ * @nprocs:	out: its member count.
+ * @reserved:	in: must be zero.
+ *
+ * Errors: ECONNREFUSED (no such barrier, wrong key), EACCES (another
+ * user's), EBUSY (all members joined already), ECONNRESET (broken),
+ * ENOSPC, ENOENT, EINVAL.
+ */
+struct zcx_bar_join {
+	__u32 ep;
+	__u32 flags;
+	struct zcx_addr addr;
+	__u32 bar;
+	__u32 nprocs;
+	__u64 reserved[2];
+};
+
+#define ZCX_IOC_EP_CREATE	_IOWR(ZCX_IOC_MAGIC, 0x06, struct zcx_ep_create)
+#define ZCX_IOC_EP_DESTROY	_IOWR(ZCX_IOC_MAGIC, 0x07, struct zcx_ep_destroy)
+#define ZCX_IOC_EP_CONNECT	_IOWR(ZCX_IOC_MAGIC, 0x08, struct zcx_ep_connect)
+#define ZCX_IOC_ENTER		_IOWR(ZCX_IOC_MAGIC, 0x09, struct zcx_enter)
+#define ZCX_IOC_EXPOSE		_IOWR(ZCX_IOC_MAGIC, 0x0a, struct zcx_expose)
+#define ZCX_IOC_UNEXPOSE	_IOWR(ZCX_IOC_MAGIC, 0x0b, struct zcx_unexpose)
+#define ZCX_IOC_BAR_CREATE	_IOWR(ZCX_IOC_MAGIC, 0x0c, struct zcx_bar_create)
+#define ZCX_IOC_BAR_JOIN	_IOWR(ZCX_IOC_MAGIC, 0x0d, struct zcx_bar_join)
 
 #endif /* _UAPI_ZCX_H */

@@ -1,0 +1,643 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * endpoint.c - endpoints: their mapped rings, addresses and connections,
+ * the doorbell (ZCX_IOC_ENTER), completions, and the polling thread.
+ *
+ * The rings live in one vmalloc_user() area per endpoint that the process
+ * maps shared.  Userspace owns sq_tail and cq_head; the kernel owns the
+ * rest, keeps its own copies of everything it relies on (masks, heads,
+ * tails) and treats what it reads from the mapping as untrusted: a process
+ * that scribbles on its rings only confuses itself.
+ */
+#include <linux/kthread.h>
+#include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+#include <linux/xarray.h>
+#include <crypto/algapi.h>
+
+#include "zcx.h"
+
+/* Ring mappings sit above the status area, one 4 GiB window each. */
+#define ZCX_MMAP_EP_SHIFT	32
+
+/* The shared header; each side's indices on their own cache line. */
+struct zcx_ring_hdr {
+	u32 sq_head ____cacheline_aligned;
+	u32 sq_flags;
+	u32 sq_mask;
+	u32 sq_entries;
+	u32 cq_mask;
+	u32 cq_entries;
+	u32 sq_tail ____cacheline_aligned;
+	u32 cq_head ____cacheline_aligned;
+	u32 cq_tail ____cacheline_aligned;
+};
+
+/* Node-wide table of endpoints, by address id. */
+static DEFINE_XARRAY_ALLOC1(zcx_ep_table);
+
+bool zcx_addr_valid(const struct zcx_addr *addr, u16 kind)
+{
+	return addr->kind == kind && !addr->reserved0 && !addr->node &&
+	       addr->id <= U32_MAX &&
+	       !memchr_inv(addr->reserved, 0, sizeof(addr->reserved));
+}
+
+static void zcx_ep_release(struct kref *ref)
+{
+	struct zcx_ep *ep = container_of(ref, struct zcx_ep, ref);
+
+	xa_destroy(&ep->conns);
+	/* Pages still mapped somewhere keep their own references. */
+	vfree(ep->ring);
+	kfree_rcu(ep, rcu);
+}
+
+void zcx_ep_put(struct zcx_ep *ep)
+{
+	kref_put(&ep->ref, zcx_ep_release);
+}
+
+/* A reference to endpoint @idx of @ctx, or NULL. */
+struct zcx_ep *zcx_ep_get(struct zcx_ctx *ctx, u32 idx)
+{
+	struct zcx_ep *ep;
+
+	if (idx >= ZCX_MAX_ENDPOINTS)
+		return NULL;
+	rcu_read_lock();
+	ep = rcu_dereference(ctx->eps[idx]);
+	if (ep && !kref_get_unless_zero(&ep->ref))
+		ep = NULL;
+	rcu_read_unlock();
+	return ep;
+}
+
+static int zcx_ep_rings_init(struct zcx_ep *ep)
+{
+	size_t sqes = ALIGN(sizeof(struct zcx_ring_hdr), 64);
+	size_t cqes = sqes + ep->sq_entries * sizeof(struct zcx_sqe);
+	size_t size = PAGE_ALIGN(cqes + ep->cq_entries * sizeof(struct zcx_cqe));
+
+	/* Zeroed, user-mappable, charged to the opener's memory cgroup. */
+	ep->ring = __vmalloc(size, GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (!ep->ring)
+		return -ENOMEM;
+	ep->ring_size = size;
+	ep->hdr = ep->ring;
+	ep->sqes = ep->ring + sqes;
+	ep->cqes = ep->ring + cqes;
+	ep->sq_mask = ep->sq_entries - 1;
+	ep->cq_mask = ep->cq_entries - 1;
+	ep->hdr->sq_mask = ep->sq_mask;
+	ep->hdr->sq_entries = ep->sq_entries;
+	ep->hdr->cq_mask = ep->cq_mask;
+	ep->hdr->cq_entries = ep->cq_entries;
+	return 0;
+}
+
+static void zcx_ep_fill(const struct zcx_ep *ep, struct zcx_ep_create *arg)
+{
+	struct zcx_ring_offsets *o = &arg->offsets;
+
+	arg->sq_entries = ep->sq_entries;
+	arg->cq_entries = ep->cq_entries;
+	arg->ep = ep->idx;
+	arg->mmap_offset = (u64)(ep->idx + 1) << ZCX_MMAP_EP_SHIFT;
+	arg->mmap_size = ep->ring_size;
+	memset(o, 0, sizeof(*o));
+	o->sq_head = offsetof(struct zcx_ring_hdr, sq_head);
+	o->sq_tail = offsetof(struct zcx_ring_hdr, sq_tail);
+	o->sq_flags = offsetof(struct zcx_ring_hdr, sq_flags);
+	o->sq_mask = offsetof(struct zcx_ring_hdr, sq_mask);
+	o->sq_entries = offsetof(struct zcx_ring_hdr, sq_entries);
+	o->sqes = (void *)ep->sqes - ep->ring;
+	o->cq_head = offsetof(struct zcx_ring_hdr, cq_head);
+	o->cq_tail = offsetof(struct zcx_ring_hdr, cq_tail);
+	o->cq_mask = offsetof(struct zcx_ring_hdr, cq_mask);
+	o->cq_entries = offsetof(struct zcx_ring_hdr, cq_entries);
+	o->cqes = (void *)ep->cqes - ep->ring;
+	memset(&arg->addr, 0, sizeof(arg->addr));
+	arg->addr.kind = ZCX_ADDR_ENDPOINT;
+	arg->addr.id = ep->id;
+	arg->addr.key = ep->key;
+}
+
+static int zcx_poller_start(struct zcx_ctx *ctx);
+
+int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
+{
+	u32 depth = arg->sq_entries ? arg->sq_entries : zcx_ring_depth;
+	struct zcx_ep *ep;
+	u32 idx, id;
+	int ret;
+
+	if (arg->flags & ~ZCX_EP_FLAGS || depth > ZCX_MAX_RING_DEPTH)
+		return -EINVAL;
+	ep = kzalloc(sizeof(*ep), GFP_KERNEL_ACCOUNT);
+	if (!ep)
+		return -ENOMEM;
+	kref_init(&ep->ref);
+	ep->ctx = ctx;
+	ep->flags = arg->flags;
+	ep->owner = current_euid();
+	ep->key = get_random_u64();
+	ep->sq_entries = roundup_pow_of_two(max(depth, 2U));
+	ep->cq_entries = 2 * ep->sq_entries;
+	mutex_init(&ep->sq_mutex);
+	spin_lock_init(&ep->cq_lock);
+	init_waitqueue_head(&ep->cq_wait);
+	mutex_init(&ep->match_mutex);
+	INIT_LIST_HEAD(&ep->posted);
+	INIT_LIST_HEAD(&ep->unexpected);
+	xa_init_flags(&ep->conns, XA_FLAGS_ALLOC);
+	ret = zcx_ep_rings_init(ep);
+	if (ret)
+		goto err_free;
+
+	mutex_lock(&ctx->ep_mutex);
+	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++)
+		if (!rcu_access_pointer(ctx->eps[idx]))
+			break;
+	ret = -ENOSPC;
+	if (idx == ZCX_MAX_ENDPOINTS)
+		goto err_unlock;
+	ep->idx = idx;
+	if (ep->flags & ZCX_EP_POLL) {
+		ret = zcx_poller_start(ctx);
+		if (ret)
+			goto err_unlock;
+	}
+	ret = xa_alloc(&zcx_ep_table, &id, ep, xa_limit_32b, GFP_KERNEL);
+	if (ret)
+		goto err_unlock;
+	ep->id = id;
+	zcx_ep_fill(ep, arg);
+	rcu_assign_pointer(ctx->eps[idx], ep);
+	mutex_unlock(&ctx->ep_mutex);
+	if (ep->flags & ZCX_EP_POLL)
+		wake_up(&ctx->poll_wait);
+	return 0;
+
+err_unlock:
+	mutex_unlock(&ctx->ep_mutex);
+err_free:
+	zcx_ep_put(ep);
+	return ret;
+}
+
+/*
+ * Take @ep out of service: nothing new reaches it, what waits on it
+ * fails, its operations queued anywhere are dropped.  ctx->ep_mutex held.
+ * Copies under way that involve it stop at their next check of @dead.
+ */
+static void zcx_ep_shutdown(struct zcx_ctx *ctx, struct zcx_ep *ep)
+{
+	struct zcx_conn *conn;
+	unsigned long i;
+
+	lockdep_assert_held(&ctx->ep_mutex);
+	RCU_INIT_POINTER(ctx->eps[ep->idx], NULL);
+	xa_erase(&zcx_ep_table, ep->id);
+
+	mutex_lock(&ep->match_mutex);
+	WRITE_ONCE(ep->dead, true);
+	mutex_unlock(&ep->match_mutex);
+	/* Whoever is taking submissions finishes its batch first. */
+	mutex_lock(&ep->sq_mutex);
+	mutex_unlock(&ep->sq_mutex);
+	wake_up_all(&ep->cq_wait);
+
+	zcx_ep_cancel(ep);
+	zcx_ep_leave_barriers(ep);
+	xa_for_each(&ep->conns, i, conn) {
+		xa_erase(&ep->conns, i);
+		zcx_conn_put(conn);
+	}
+	zcx_ep_put(ep);
+}
+
+int zcx_ep_destroy_idx(struct zcx_ctx *ctx, u32 idx)
+{
+	struct zcx_ep *ep;
+
+	if (idx >= ZCX_MAX_ENDPOINTS)
+		return -ENOENT;
+	mutex_lock(&ctx->ep_mutex);
+	ep = rcu_dereference_protected(ctx->eps[idx], lockdep_is_held(&ctx->ep_mutex));
+	if (ep)
+		zcx_ep_shutdown(ctx, ep);
+	mutex_unlock(&ctx->ep_mutex);
+	return ep ? 0 : -ENOENT;
+}
+
+/*
+ * The context goes away: every endpoint is shut down, the polling thread
+ * stopped, and we wait until no transfer, ours or a peer's, still uses
+ * our pages.  Before the regions are torn down.
+ */
+void zcx_eps_destroy(struct zcx_ctx *ctx)
+{
+	struct zcx_ep *ep;
+	u32 idx;
+
+	mutex_lock(&ctx->ep_mutex);
+	if (ctx->poller) {
+		kthread_stop(ctx->poller);
+		put_task_struct(ctx->poller);
+		ctx->poller = NULL;
+	}
+	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
+		ep = rcu_dereference_protected(ctx->eps[idx], lockdep_is_held(&ctx->ep_mutex));
+		if (ep)
+			zcx_ep_shutdown(ctx, ep);
+	}
+	mutex_unlock(&ctx->ep_mutex);
+	zcx_exposed_destroy(ctx);
+	wait_event(ctx->busy_wait, !atomic_read(&ctx->busy));
+}
+
+int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg)
+{
+	struct zcx_ep *ep, *peer;
+	struct zcx_conn *conn;
+	u32 id;
+	int ret;
+
+	if (arg->flags || arg->pad || !zcx_addr_valid(&arg->addr, ZCX_ADDR_ENDPOINT))
+		return -EINVAL;
+	ep = zcx_ep_get(ctx, arg->ep);
+	if (!ep)
+		return -ENOENT;
+
+	rcu_read_lock();
+	peer = xa_load(&zcx_ep_table, arg->addr.id);
+	if (peer && !kref_get_unless_zero(&peer->ref))
+		peer = NULL;
+	rcu_read_unlock();
+	ret = -ECONNREFUSED;
+	/* Constant time: the key is the only secret an address holds. */
+	if (!peer || crypto_memneq(&peer->key, &arg->addr.key, sizeof(peer->key)))
+		goto out_put_peer;
+	ret = -EACCES;
+	if (!(peer->flags & ZCX_EP_ANY_USER) && !uid_eq(peer->owner, current_euid()))
+		goto out_put_peer;
+
+	ret = -ENOMEM;
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL_ACCOUNT);
+	if (!conn)
+		goto out_put_peer;
+	kref_init(&conn->ref);
+	conn->peer = peer;
+	mutex_lock(&ctx->ep_mutex);
+	ret = ep->dead ? -ENOENT :
+	      xa_alloc(&ep->conns, &id, conn, XA_LIMIT(0, ZCX_MAX_CONNECTIONS - 1),
+		       GFP_KERNEL_ACCOUNT);
+	mutex_unlock(&ctx->ep_mutex);
+	if (ret) {
+		kfree(conn);
+		ret = ret == -EBUSY ? -ENOSPC : ret;
+		goto out_put_peer;
+	}
+	arg->peer = id;
+	zcx_ep_put(ep);
+	return 0;
+
+out_put_peer:
+	if (peer)
+		zcx_ep_put(peer);
+	zcx_ep_put(ep);
+	return ret;
+}
+
+/* Post a completion; the room was reserved when the operation was taken. */
+static void zcx_cq_post(struct zcx_ep *ep, u64 user_data, int res, u64 len, u64 tag)
+{
+	struct zcx_cqe *cqe;
+
+	spin_lock(&ep->cq_lock);
+	if (!READ_ONCE(ep->dead)) {
+		cqe = &ep->cqes[ep->cq_tail & ep->cq_mask];
+		WRITE_ONCE(cqe->user_data, user_data);
+		WRITE_ONCE(cqe->res, res);
+		WRITE_ONCE(cqe->flags, 0);
+		WRITE_ONCE(cqe->len, len);
+		WRITE_ONCE(cqe->tag, tag);
+		ep->cq_tail++;
+		/* Entry before tail: pairs with userspace's acquire of cq_tail. */
+		smp_store_release(&ep->hdr->cq_tail, ep->cq_tail);
+	}
+	ep->owed--;
+	spin_unlock(&ep->cq_lock);
+	/* Pairs with the barrier in prepare_to_wait(): no lost wake-up. */
+	smp_mb();
+	if (wq_has_sleeper(&ep->cq_wait))
+		wake_up(&ep->cq_wait);
+}
+
+/*
+ * Finish an operation: give back what it holds and, if it has an owner,
+ * post its completion.
+ */
+void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag)
+{
+	if (op->region)
+		zcx_region_busy_put(op->region);
+	if (op->conn)
+		zcx_conn_put(op->conn);
+	kfree(op->data);
+	if (op->ep) {
+		zcx_cq_post(op->ep, op->user_data, res, len, tag);
+		zcx_ep_put(op->ep);
+	}
+	kfree(op);
+}
+
+/* Completions posted and not yet read, as far as userspace tells. */
+static u32 zcx_cq_ready(struct zcx_ep *ep)
+{
+	/* Pairs with userspace's release of cq_head after reading entries. */
+	return READ_ONCE(ep->cq_tail) - smp_load_acquire(&ep->hdr->cq_head);
+}
+
+/* Reserve CQ room for one more operation; false if the CQ could fill. */
+static bool zcx_cq_reserve(struct zcx_ep *ep)
+{
+	bool room;
+
+	spin_lock(&ep->cq_lock);
+	room = ep->owed + (u32)(ep->cq_tail - READ_ONCE(ep->hdr->cq_head)) < ep->cq_entries;
+	if (room)
+		ep->owed++;
+	spin_unlock(&ep->cq_lock);
+	return room;
+}
+
+/* Start one submission; it completes now or later, never fails here. */
+static void zcx_sqe_start(struct zcx_ep *ep, struct zcx_op *op, const struct zcx_sqe *sqe)
+{
+	struct zcx_conn *conn = NULL;
+
+	if (sqe->flags || sqe->reserved)
+		goto invalid;
+	switch (sqe->opcode) {
+	case ZCX_OP_NOP:
+		zcx_op_complete(op, 0, 0, 0);
+		return;
+	case ZCX_OP_RECV:
+		zcx_op_recv(op, sqe->handle);
+		return;
+	case ZCX_OP_BARRIER:
+		zcx_op_barrier(op, sqe->peer);
+		return;
+	case ZCX_OP_SEND:
+	case ZCX_OP_PUT:
+	case ZCX_OP_GET:
+		/* Connections only go away with the endpoint, under sq_mutex. */
+		conn = xa_load(&ep->conns, sqe->peer);
+		if (!conn)
+			goto invalid;
+		if (sqe->opcode == ZCX_OP_SEND)
+			zcx_op_send(op, conn, sqe->handle);
+		else
+			zcx_op_rma(op, conn, sqe->remote_addr, sqe->rkey, sqe->handle);
+		return;
+	}
+invalid:
+	zcx_op_complete(op, -EINVAL, 0, 0);
+}
+
+/*
+ * Take up to @max submissions.  Returns how many, or -EBUSY if the CQ had
+ * no room for the first.  sq_mutex held; runs in ctx->mm.
+ */
+static int zcx_sq_take(struct zcx_ep *ep, u32 max)
+{
+	/* Pairs with userspace's release of sq_tail after writing entries. */
+	u32 tail = smp_load_acquire(&ep->hdr->sq_tail);
+	struct zcx_sqe sqe;
+	struct zcx_op *op;
+	u32 done = 0;
+
+	lockdep_assert_held(&ep->sq_mutex);
+	/* A tail beyond a full ring is a confused process: take a ring. */
+	if (tail - ep->sq_head > ep->sq_entries)
+		tail = ep->sq_head + ep->sq_entries;
+	while (ep->sq_head != tail && done < max && !READ_ONCE(ep->dead)) {
+		if (!zcx_cq_reserve(ep))
+			return done ? done : -EBUSY;
+		op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
+		if (!op) {
+			spin_lock(&ep->cq_lock);
+			ep->owed--;
+			spin_unlock(&ep->cq_lock);
+			return done ? done : -ENOMEM;
+		}
+		/* One copy of the entry: userspace may rewrite it meanwhile. */
+		memcpy(&sqe, &ep->sqes[ep->sq_head & ep->sq_mask], sizeof(sqe));
+		ep->sq_head++;
+		/* Entry read before its slot is handed back. */
+		smp_store_release(&ep->hdr->sq_head, ep->sq_head);
+		kref_get(&ep->ref);
+		op->ep = ep;
+		op->user_data = sqe.user_data;
+		op->opcode = sqe.opcode;
+		op->addr = sqe.addr;
+		op->len = sqe.len;
+		op->tag = sqe.tag;
+		op->tag_mask = sqe.tag_mask;
+		zcx_sqe_start(ep, op, &sqe);
+		done++;
+	}
+	return done;
+}
+
+static bool zcx_cq_wait_done(struct zcx_ep *ep, u32 min_complete)
+{
+	return READ_ONCE(ep->dead) || zcx_cq_ready(ep) >= min_complete;
+}
+
+int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
+{
+	struct zcx_ep *ep;
+	int ret = 0;
+
+	if (arg->flags & ~ZCX_ENTER_FLAGS)
+		return -EINVAL;
+	ep = zcx_ep_get(ctx, arg->ep);
+	if (!ep)
+		return -ENOENT;
+	if ((arg->flags & ZCX_ENTER_GETEVENTS) && arg->min_complete > ep->cq_entries) {
+		ret = -EINVAL;
+		goto out;
+	}
+
+	if (ep->flags & ZCX_EP_POLL) {
+		if (arg->flags & ZCX_ENTER_SQ_WAKEUP)
+			wake_up(&ctx->poll_wait);
+	} else if (arg->to_submit) {
+		mutex_lock(&ep->sq_mutex);
+		ret = zcx_sq_take(ep, arg->to_submit);
+		mutex_unlock(&ep->sq_mutex);
+		if (ret < 0)
+			goto out;
+	}
+	if ((arg->flags & ZCX_ENTER_GETEVENTS) && arg->min_complete) {
+		int wret = wait_event_interruptible(ep->cq_wait,
+						    zcx_cq_wait_done(ep, arg->min_complete));
+
+		if (READ_ONCE(ep->dead))
+			ret = -ENOENT;
+		else if (wret && !ret)
+			ret = wret;
+	}
+out:
+	zcx_ep_put(ep);
+	return ret;
+}
+
+/*
+ * The polling thread: takes the submissions of every ZCX_EP_POLL endpoint
+ * of its context, in the context's address space and with the opener's
+ * credentials.  After poll_idle_us without work it sets NEED_WAKEUP on
+ * each and sleeps until ZCX_IOC_ENTER with ZCX_ENTER_SQ_WAKEUP.
+ */
+static bool zcx_poll_pass(struct zcx_ctx *ctx, bool *pending)
+{
+	bool busy = false;
+	struct zcx_ep *ep;
+	u32 idx;
+
+	*pending = false;
+	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
+		ep = zcx_ep_get(ctx, idx);
+		if (!ep)
+			continue;
+		if (ep->flags & ZCX_EP_POLL) {
+			mutex_lock(&ep->sq_mutex);
+			if (zcx_sq_take(ep, ep->sq_entries) > 0)
+				busy = true;
+			/* As in zcx_sq_take(). */
+			if (smp_load_acquire(&ep->hdr->sq_tail) != ep->sq_head)
+				*pending = true;
+			mutex_unlock(&ep->sq_mutex);
+		}
+		zcx_ep_put(ep);
+	}
+	return busy;
+}
+
+static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
+{
+	struct zcx_ep *ep;
+	u32 idx;
+
+	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
+		ep = zcx_ep_get(ctx, idx);
+		if (!ep)
+			continue;
+		if (ep->flags & ZCX_EP_POLL)
+			WRITE_ONCE(ep->hdr->sq_flags, flags);
+		zcx_ep_put(ep);
+	}
+}
+
+static int zcx_poller(void *data)
+{
+	struct zcx_ctx *ctx = data;
+	unsigned long idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
+	bool pending;
+	DEFINE_WAIT(wait);
+
+	if (!mmget_not_zero(ctx->mm))
+		goto out_park;
+	kthread_use_mm(ctx->mm);
+	override_creds(ctx->cred);
+	while (!kthread_should_stop()) {
+		if (zcx_poll_pass(ctx, &pending) || pending) {
+			idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
+			cond_resched();
+			continue;
+		}
+		if (time_before(jiffies, idle_until)) {
+			cond_resched();
+			continue;
+		}
+		prepare_to_wait(&ctx->poll_wait, &wait, TASK_INTERRUPTIBLE);
+		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP);
+		/* Flag before the recheck: pairs with userspace's full barrier. */
+		smp_mb();
+		zcx_poll_pass(ctx, &pending);
+		if (!pending && !kthread_should_stop())
+			schedule();
+		finish_wait(&ctx->poll_wait, &wait);
+		zcx_poll_set_flags(ctx, 0);
+		idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
+	}
+	kthread_unuse_mm(ctx->mm);
+	mmput(ctx->mm);
+	return 0;
+out_park:
+	/* Nothing to serve; wait to be stopped like a thread that served. */
+	while (!kthread_should_stop()) {
+		set_current_state(TASK_INTERRUPTIBLE);
+		if (!kthread_should_stop())
+			schedule();
+		__set_current_state(TASK_RUNNING);
+	}
+	return 0;
+}
+
+/* One polling thread per context, started with its first polled endpoint. */
+static int zcx_poller_start(struct zcx_ctx *ctx)
+{
+	struct task_struct *task;
+
+	lockdep_assert_held(&ctx->ep_mutex);
+	if (ctx->poller)
+		return 0;
+	ctx->poll_memlock = rlimit(RLIMIT_MEMLOCK);
+	task = kthread_create(zcx_poller, ctx, "zcx-poll/%d", task_tgid_nr(current));
+	if (IS_ERR(task))
+		return PTR_ERR(task);
+	get_task_struct(task);
+	ctx->poller = task;
+	wake_up_process(task);
+	return 0;
+}
+
+/* mmap() of an endpoint's rings, at the offset ZCX_IOC_EP_CREATE gave. */
+int zcx_ep_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
+{
+	u64 offset = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	struct zcx_ep *ep;
+	unsigned long i;
+	int ret = 0;
+
+	if (offset & ((1ULL << ZCX_MMAP_EP_SHIFT) - 1) || !(offset >> ZCX_MMAP_EP_SHIFT))
+		return -EINVAL;
+	ep = zcx_ep_get(ctx, (offset >> ZCX_MMAP_EP_SHIFT) - 1);
+	if (!ep)
+		return -EINVAL;
+	if (vma_pages(vma) > (ep->ring_size >> PAGE_SHIFT)) {
+		ret = -EINVAL;
+		goto out;
+	}
+	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	for (i = 0; i < vma_pages(vma) && !ret; i++)
+		ret = vm_insert_page(vma, vma->vm_start + (i << PAGE_SHIFT),
+				     vmalloc_to_page(ep->ring + (i << PAGE_SHIFT)));
+out:
+	zcx_ep_put(ep);
+	return ret;
+}
+
+void zcx_ep_global_exit(void)
+{
+	xa_destroy(&zcx_ep_table);
+}

@@ -1,0 +1,514 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * xfer.c - moving data between processes on one node: tagged send/recv
+ * with posted and unexpected queues and credit-based flow control, exposed
+ * regions with put/get, and the one copy routine they all use.
+ *
+ * Whoever arrives second does the copy, in its own system call (or
+ * polling thread), from its own memory or pinned pages to the other
+ * side's pinned pages, or the other way round: one copy per byte, no
+ * bounce buffer.  Pages of the other process come from its region cache
+ * and are held busy during the copy.  Messages below zcopy_threshold are
+ * an exception when no receive is waiting: the sender's bytes are kept in
+ * a kernel buffer (an "eager" message) so that the send completes at
+ * once; each connection may have zcx_eager_credits of those unreceived,
+ * and beyond that a small send waits for its receiver like a large one.
+ */
+#include <linux/highmem.h>
+#include <linux/mm.h>
+#include <linux/random.h>
+#include <linux/sched/mm.h>
+#include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/uaccess.h>
+
+#include "zcx.h"
+
+/* Pages copied between checks for a dying peer or a fatal signal. */
+#define ZCX_COPY_BATCH		16
+
+/*
+ * One side of a copy: pinned pages of a region, a kernel buffer, memory
+ * of the calling process, or memory of another address space reached
+ * page by page (an exposed range that went stale).
+ */
+struct zcx_span {
+	struct zcx_region *region;
+	void *kbuf;
+	struct mm_struct *mm;
+	u64 addr;
+	bool write;
+};
+
+/* The page of a region or remote mm holding @span->addr. */
+static struct page *zcx_span_page(const struct zcx_span *span)
+{
+	struct page *page;
+	int locked = 1;
+	long n;
+
+	if (span->region)
+		return span->region->pages[(span->addr >> PAGE_SHIFT) -
+					   (span->region->node.start >> PAGE_SHIFT)];
+	mmap_read_lock(span->mm);
+	n = zcx_pin_user_pages_remote(span->mm, span->addr, 1,
+				      span->write ? FOLL_WRITE : 0, &page, &locked);
+	if (locked)
+		mmap_read_unlock(span->mm);
+	return n == 1 ? page : NULL;
+}
+
+static void zcx_span_page_done(const struct zcx_span *span, struct page *page)
+{
+	if (!span->region)
+		unpin_user_pages_dirty_lock(&page, 1, span->write);
+}
+
+static bool zcx_span_paged(const struct zcx_span *span)
+{
+	return span->region || span->mm;
+}
+
+/*
+ * Copy @len bytes from @src to @dst.  Stops early, with ECONNRESET, when
+ * @watch dies (the other process of the transfer), or with EINTR on a
+ * fatal signal to the caller.  Returns 0 or a negative errno.
+ */
+static int zcx_copy(struct zcx_span dst, struct zcx_span src, u64 len, const struct zcx_ep *watch)
+{
+	struct page *spage = NULL, *dpage = NULL;
+	unsigned int pages = 0;
+	void *s, *d;
+	size_t n;
+	int ret = 0;
+
+	while (len) {
+		if (!(++pages % ZCX_COPY_BATCH)) {
+			if (fatal_signal_pending(current))
+				return -EINTR;
+			if (watch && READ_ONCE(watch->dead))
+				return -ECONNRESET;
+			cond_resched();
+		}
+		n = len;
+		if (zcx_span_paged(&src))
+			n = min_t(u64, n, PAGE_SIZE - offset_in_page(src.addr));
+		if (zcx_span_paged(&dst))
+			n = min_t(u64, n, PAGE_SIZE - offset_in_page(dst.addr));
+
+		/* Kernel addresses of each side, if not user memory. */
+		s = src.kbuf;
+		d = dst.kbuf;
+		if (zcx_span_paged(&src)) {
+			spage = zcx_span_page(&src);
+			if (!spage)
+				return -EFAULT;
+			s = kmap_local_page(spage) + offset_in_page(src.addr);
+		}
+		if (zcx_span_paged(&dst)) {
+			dpage = zcx_span_page(&dst);
+			if (!dpage) {
+				ret = -EFAULT;
+				goto unmap_src;
+			}
+			d = kmap_local_page(dpage) + offset_in_page(dst.addr);
+		}
+
+		if (!src.kbuf && !zcx_span_paged(&src))
+			ret = copy_from_user(d, (const void __user *)u64_to_user_ptr(src.addr), n) ?
+			      -EFAULT : 0;
+		else if (!dst.kbuf && !zcx_span_paged(&dst))
+			ret = copy_to_user(u64_to_user_ptr(dst.addr), s, n) ? -EFAULT : 0;
+		else
+			memcpy(d, s, n);
+
+		if (dpage) {
+			kunmap_local(d);
+			zcx_span_page_done(&dst, dpage);
+			dpage = NULL;
+		}
+unmap_src:
+		if (spage) {
+			kunmap_local(s);
+			zcx_span_page_done(&src, spage);
+			spage = NULL;
+		}
+		if (ret)
+			return ret;
+		len -= n;
+		src.addr += n;
+		dst.addr += n;
+		if (src.kbuf)
+			src.kbuf += n;
+		if (dst.kbuf)
+			dst.kbuf += n;
+	}
+	return 0;
+}
+
+static struct zcx_span zcx_span_user(u64 addr)
+{
+	return (struct zcx_span){ .addr = addr };
+}
+
+/* An operation's own buffer: its pinned pages if it holds them. */
+static struct zcx_span zcx_span_op(const struct zcx_op *op)
+{
+	return (struct zcx_span){ .region = op->region, .addr = op->addr };
+}
+
+static bool zcx_tag_match(const struct zcx_op *recv, u64 tag)
+{
+	return !((recv->tag ^ tag) & recv->tag_mask);
+}
+
+static void zcx_conn_release(struct kref *ref)
+{
+	struct zcx_conn *conn = container_of(ref, struct zcx_conn, ref);
+
+	zcx_ep_put(conn->peer);
+	kfree(conn);
+}
+
+void zcx_conn_put(struct zcx_conn *conn)
+{
+	kref_put(&conn->ref, zcx_conn_release);
+}
+
+/* Pin an operation's buffer for a peer to copy to or from later. */
+static int zcx_op_pin(struct zcx_op *op, u32 access, u64 handle)
+{
+	if (!op->len || op->region)
+		return 0;
+	return zcx_region_acquire(op->ep->ctx, op->addr, op->len, access, handle, &op->region);
+}
+
+/*
+ * Deliver message @msg (a send, or an eager message) into receive @recv;
+ * the copy runs from @recv's side: the caller is @recv's process.
+ */
+static void zcx_deliver_to_caller(struct zcx_op *recv, struct zcx_op *msg)
+{
+	u64 n = min(recv->len, msg->len);
+	struct zcx_span src = msg->data ? (struct zcx_span){ .kbuf = msg->data } :
+					  zcx_span_op(msg);
+	int ret = zcx_copy(zcx_span_user(recv->addr), src, n, msg->ep);
+	u64 tag = msg->tag, len = msg->len;
+
+	zcx_op_complete(msg, ret, ret ? 0 : len, 0);
+	if (!ret && len > recv->len)
+		ret = -EMSGSIZE;
+	zcx_op_complete(recv, ret, ret && ret != -EMSGSIZE ? 0 : n, tag);
+}
+
+/* Credit back for an eager message leaving @peer's queue; its mutex held. */
+static void zcx_eager_done(struct zcx_op *msg)
+{
+	if (msg->conn)
+		msg->conn->eager--;
+}
+
+void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
+{
+	struct zcx_ep *peer = conn->peer;
+	struct zcx_op *recv = NULL, *it, *msg;
+	bool small = op->len < zcx_zcopy_threshold;
+	u64 n;
+	int ret;
+
+	/* Large messages need the sender's pages in all but the best case. */
+	if (!small) {
+		ret = zcx_op_pin(op, ZCX_ACCESS_READ, handle);
+		if (ret)
+			goto fail;
+	}
+
+	mutex_lock(&peer->match_mutex);
+	ret = -ECONNRESET;
+	if (peer->dead)
+		goto fail_unlock;
+	list_for_each_entry(it, &peer->posted, link) {
+		if (zcx_tag_match(it, op->tag)) {
+			recv = it;
+			list_del(&recv->link);
+			break;
+		}
+	}
+	if (recv) {
+		/* Small: copy under the lock, no reason to let go. */
+		if (!small)
+			mutex_unlock(&peer->match_mutex);
+		n = min(recv->len, op->len);
+		ret = zcx_copy(zcx_span_op(recv), op->region ? zcx_span_op(op) :
+			       zcx_span_user(op->addr), n, peer);
+		if (small)
+			mutex_unlock(&peer->match_mutex);
+		zcx_op_complete(recv, ret ? ret : op->len > recv->len ? -EMSGSIZE : 0,
+				ret ? 0 : n, op->tag);
+		zcx_op_complete(op, ret, ret ? 0 : op->len, 0);
+		return;
+	}
+
+	if (small && conn->eager < zcx_eager_credits) {
+		/* Eager: buffer the bytes, the send is done. */
+		msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);
+		ret = -ENOMEM;
+		if (!msg)
+			goto fail_unlock;
+		msg->len = op->len;
+		msg->tag = op->tag;
+		msg->data = op->len ? kmalloc(op->len, GFP_KERNEL_ACCOUNT) : NULL;
+		if (op->len && !msg->data) {
+			kfree(msg);
+			goto fail_unlock;
+		}
+		if (copy_from_user(msg->data, u64_to_user_ptr(op->addr), op->len)) {
+			kfree(msg->data);
+			kfree(msg);
+			ret = -EFAULT;
+			goto fail_unlock;
+		}
+		kref_get(&conn->ref);
+		msg->conn = conn;
+		conn->eager++;
+		list_add_tail(&msg->link, &peer->unexpected);
+		mutex_unlock(&peer->match_mutex);
+		zcx_op_complete(op, 0, op->len, 0);
+		return;
+	}
+
+	/* Rendezvous: the receiver copies from our pinned pages later. */
+	ret = zcx_op_pin(op, ZCX_ACCESS_READ, handle);
+	if (ret)
+		goto fail_unlock;
+	list_add_tail(&op->link, &peer->unexpected);
+	mutex_unlock(&peer->match_mutex);
+	return;
+
+fail_unlock:
+	mutex_unlock(&peer->match_mutex);
+fail:
+	zcx_op_complete(op, ret, 0, 0);
+}
+
+void zcx_op_recv(struct zcx_op *op, u64 handle)
+{
+	struct zcx_ep *ep = op->ep;
+	struct zcx_op *msg = NULL, *it;
+	int ret;
+
+	mutex_lock(&ep->match_mutex);
+	list_for_each_entry(it, &ep->unexpected, link) {
+		if (zcx_tag_match(op, it->tag)) {
+			msg = it;
+			list_del(&msg->link);
+			zcx_eager_done(msg);
+			break;
+		}
+	}
+	if (msg) {
+		mutex_unlock(&ep->match_mutex);
+		zcx_deliver_to_caller(op, msg);
+		return;
+	}
+	/* Nothing yet: pin the buffer so that the sender can fill it. */
+	ret = zcx_op_pin(op, ZCX_ACCESS_WRITE, handle);
+	if (!ret)
+		list_add_tail(&op->link, &ep->posted);
+	mutex_unlock(&ep->match_mutex);
+	if (ret)
+		zcx_op_complete(op, ret, 0, 0);
+}
+
+/*
+ * The endpoint is dead: complete what it queued at its peers and what
+ * they queued at it (ECONNRESET; its own get no completion any more).
+ */
+void zcx_ep_cancel(struct zcx_ep *ep)
+{
+	struct zcx_op *op, *tmp;
+	struct zcx_conn *conn;
+	unsigned long i;
+	LIST_HEAD(done);
+
+	xa_for_each(&ep->conns, i, conn) {
+		mutex_lock(&conn->peer->match_mutex);
+		list_for_each_entry_safe(op, tmp, &conn->peer->unexpected, link)
+			if (op->ep == ep)
+				list_move_tail(&op->link, &done);
+		mutex_unlock(&conn->peer->match_mutex);
+	}
+	mutex_lock(&ep->match_mutex);
+	list_splice_tail_init(&ep->posted, &done);
+	list_for_each_entry_safe(op, tmp, &ep->unexpected, link) {
+		zcx_eager_done(op);
+		list_move_tail(&op->link, &done);
+	}
+	mutex_unlock(&ep->match_mutex);
+	list_for_each_entry_safe(op, tmp, &done, link) {
+		list_del(&op->link);
+		zcx_op_complete(op, -ECONNRESET, 0, 0);
+	}
+}
+
+/* An exposed range of a context's memory, by its key. */
+struct zcx_exposed {
+	struct hlist_node node;
+	u64 rkey;
+	u64 addr;
+	u64 len;
+	u32 rights;
+	u64 handle;
+	struct zcx_region *region;
+};
+
+static struct zcx_exposed *zcx_exposed_find_locked(struct zcx_ctx *ctx, u64 rkey)
+{
+	struct zcx_exposed *x;
+
+	lockdep_assert_held(&ctx->expose_lock);
+	hash_for_each_possible(ctx->exposed, x, node, rkey)
+		if (x->rkey == rkey)
+			return x;
+	return NULL;
+}
+
+int zcx_expose(struct zcx_ctx *ctx, struct zcx_expose *arg)
+{
+	struct zcx_mr_reg reg = { .addr = arg->addr, .length = arg->length };
+	struct zcx_exposed *x;
+	int ret;
+
+	if (arg->flags || !arg->rights || arg->rights & ~ZCX_REMOTE_ALL)
+		return -EINVAL;
+	reg.access = ZCX_ACCESS_READ;
+	if (arg->rights & ZCX_REMOTE_WRITE)
+		reg.access |= ZCX_ACCESS_WRITE;
+	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
+	if (!x)
+		return -ENOMEM;
+	ret = zcx_mr_register(ctx, &reg);
+	if (ret) {
+		kfree(x);
+		return ret;
+	}
+	x->addr = arg->addr;
+	x->len = arg->length;
+	x->rights = arg->rights;
+	x->handle = reg.handle;
+	/* The registration's reference keeps the structure. */
+	x->region = ctx->slots[reg.slot];
+	spin_lock(&ctx->expose_lock);
+	do {
+		x->rkey = get_random_u64();
+	} while (!x->rkey || zcx_exposed_find_locked(ctx, x->rkey));
+	hash_add(ctx->exposed, &x->node, x->rkey);
+	spin_unlock(&ctx->expose_lock);
+	arg->rkey = x->rkey;
+	return 0;
+}
+
+static void zcx_exposed_free(struct zcx_ctx *ctx, struct zcx_exposed *x)
+{
+	zcx_mr_deregister(ctx, x->handle);
+	kfree(x);
+}
+
+int zcx_unexpose(struct zcx_ctx *ctx, u64 rkey)
+{
+	struct zcx_exposed *x;
+
+	spin_lock(&ctx->expose_lock);
+	x = zcx_exposed_find_locked(ctx, rkey);
+	if (x)
+		hash_del(&x->node);
+	spin_unlock(&ctx->expose_lock);
+	if (!x)
+		return -ENOENT;
+	/* Transfers under way hold the pages busy, not this. */
+	zcx_exposed_free(ctx, x);
+	return 0;
+}
+
+void zcx_exposed_destroy(struct zcx_ctx *ctx)
+{
+	struct zcx_exposed *x;
+	struct hlist_node *tmp;
+	HLIST_HEAD(list);
+	int bkt;
+
+	spin_lock(&ctx->expose_lock);
+	hash_for_each_safe(ctx->exposed, bkt, tmp, x, node) {
+		hash_del(&x->node);
+		hlist_add_head(&x->node, &list);
+	}
+	spin_unlock(&ctx->expose_lock);
+	hlist_for_each_entry_safe(x, tmp, &list, node)
+		zcx_exposed_free(ctx, x);
+}
+
+/*
+ * Resolve @rkey of @peer's context for [raddr, raddr + len) with @right
+ * into a span, holding the pages busy (or, for a range that went stale,
+ * the context and its mm).  Peer's match_mutex held and peer alive.
+ */
+static int zcx_rma_target(struct zcx_ep *peer, u64 rkey, u64 raddr, u64 len, u32 right,
+			  struct zcx_span *span)
+{
+	struct zcx_ctx *tctx = peer->ctx;
+	struct zcx_exposed *x;
+	int ret = 0;
+
+	spin_lock(&tctx->expose_lock);
+	x = zcx_exposed_find_locked(tctx, rkey);
+	if (!x || !(x->rights & right)) {
+		ret = -EACCES;
+	} else if (raddr < x->addr || raddr - x->addr > x->len || len > x->len - (raddr - x->addr)) {
+		ret = -ERANGE;
+	} else if (zcx_region_busy_get(x->region)) {
+		span->region = x->region;
+	} else if (mmget_not_zero(tctx->mm)) {
+		/* Remapped since exposed: reach the memory there now. */
+		atomic_inc(&tctx->busy);
+		span->mm = tctx->mm;
+	} else {
+		ret = -ECONNRESET;
+	}
+	spin_unlock(&tctx->expose_lock);
+	span->addr = raddr;
+	span->write = right == ZCX_REMOTE_WRITE;
+	return ret;
+}
+
+void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 rkey,
+		u64 handle)
+{
+	bool put = op->opcode == ZCX_OP_PUT;
+	struct zcx_ep *peer = conn->peer;
+	struct zcx_ctx *tctx = peer->ctx;
+	struct zcx_span remote = {};
+	int ret;
+
+	(void)handle;	/* our side is copied from or to directly */
+	mutex_lock(&peer->match_mutex);
+	ret = peer->dead ? -ECONNRESET :
+	      zcx_rma_target(peer, rkey, remote_addr, op->len,
+			     put ? ZCX_REMOTE_WRITE : ZCX_REMOTE_READ, &remote);
+	mutex_unlock(&peer->match_mutex);
+	if (ret)
+		goto out;
+
+	if (put)
+		ret = zcx_copy(remote, zcx_span_user(op->addr), op->len, peer);
+	else
+		ret = zcx_copy(zcx_span_user(op->addr), remote, op->len, peer);
+	if (remote.region) {
+		zcx_region_busy_put(remote.region);
+	} else {
+		mmput(remote.mm);
+		if (atomic_dec_and_test(&tctx->busy))
+			wake_up_all(&tctx->busy_wait);
+	}
+out:
+	zcx_op_complete(op, ret, ret ? 0 : op->len, 0);
+}

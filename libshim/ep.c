@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ep.c - endpoints: the mapped rings, submissions and completions.
+ *
+ * One mutex per endpoint covers producing submissions and consuming
+ * completions, so that threads can share an endpoint.  A completion's
+ * user_data is the address of its struct zcx_req; whoever reaps it fills
+ * the request, so a thread may find its request completed by another.
+ * Only one thread at a time sleeps in the kernel for completions; others
+ * wait on a condition variable and are woken by whoever reaps.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+
+#include "zcx_internal.h"
+
+/* Polls of the CQ before sleeping; ZCX_SPIN overrides. */
+#define ZCX_SPIN_DEFAULT	2000
+#define ZCX_SPIN_POLL_DEFAULT	200000
+
+struct zcx_ep {
+	struct zcx *zcx;
+	uint32_t idx;
+	unsigned int flags;
+	struct zcx_addr addr;
+	void *ring;
+	size_t ring_size;
+	uint32_t *sq_head, *sq_tail, *sq_flags, *cq_head, *cq_tail;
+	uint32_t sq_mask, sq_entries, cq_mask;
+	struct zcx_sqe *sqes;
+	struct zcx_cqe *cqes;
+	pthread_mutex_t lock;		/* SQ production, CQ consumption */
+	pthread_cond_t reaped;		/* broadcast after reaping */
+	bool kernel_waiter;		/* a thread sleeps in ZCX_IOC_ENTER */
+	uint32_t unsubmitted;		/* published, kernel not told (enter mode) */
+	unsigned long spin;
+	uint64_t syscalls;
+};
+
+static unsigned long zcx_spin_budget(bool poll)
+{
+	const char *env = getenv("ZCX_SPIN");
+
+	if (env && *env)
+		return strtoul(env, NULL, 0);
+	return poll ? ZCX_SPIN_POLL_DEFAULT : ZCX_SPIN_DEFAULT;
+}
+
+static int zcx_enter(struct zcx_ep *ep, unsigned int flags, uint32_t to_submit,
+		     uint32_t min_complete)
+{
+	struct zcx_enter arg = {
+		.ep = ep->idx, .flags = flags, .to_submit = to_submit,
+		.min_complete = min_complete,
+	};
+	int ret;
+
+	__atomic_add_fetch(&ep->syscalls, 1, __ATOMIC_RELAXED);
+	ret = ioctl(ep->zcx->fd, ZCX_IOC_ENTER, &arg);
+	return ret < 0 ? -errno : ret;
+}
+
+#define ZCX_RING_FIELD(ep, off)	((uint32_t *)((char *)(ep)->ring + (off)))
+
+ZCX_EXPORT int zcx_ep_create(struct zcx *zcx, unsigned int flags, unsigned int depth,
+			     struct zcx_ep **out)
+{
+	struct zcx_ep_create arg = { .flags = flags, .sq_entries = depth };
+	struct zcx_ep_destroy destroy = { 0 };
+	const struct zcx_ring_offsets *o = &arg.offsets;
+	struct zcx_ep *ep;
+	int ret;
+
+	ret = zcx_check_owner(zcx);
+	if (ret)
+		return ret;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -ENOMEM;
+	ret = zcx_ioctl(zcx, ZCX_IOC_EP_CREATE, &arg);
+	if (ret)
+		goto err_free;
+	ep->ring = mmap(NULL, arg.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, zcx->fd,
+			(off_t)arg.mmap_offset);
+	if (ep->ring == MAP_FAILED) {
+		ret = -errno;
+		destroy.ep = arg.ep;
+		zcx_ioctl(zcx, ZCX_IOC_EP_DESTROY, &destroy);
+		goto err_free;
+	}
+	ep->zcx = zcx;
+	ep->idx = arg.ep;
+	ep->flags = flags;
+	ep->addr = arg.addr;
+	ep->ring_size = arg.mmap_size;
+	ep->sq_head = ZCX_RING_FIELD(ep, o->sq_head);
+	ep->sq_tail = ZCX_RING_FIELD(ep, o->sq_tail);
+	ep->sq_flags = ZCX_RING_FIELD(ep, o->sq_flags);
+	ep->cq_head = ZCX_RING_FIELD(ep, o->cq_head);
+	ep->cq_tail = ZCX_RING_FIELD(ep, o->cq_tail);
+	ep->sq_mask = *ZCX_RING_FIELD(ep, o->sq_mask);
+	ep->sq_entries = *ZCX_RING_FIELD(ep, o->sq_entries);
+	ep->cq_mask = *ZCX_RING_FIELD(ep, o->cq_mask);
+	ep->sqes = (struct zcx_sqe *)((char *)ep->ring + o->sqes);
+	ep->cqes = (struct zcx_cqe *)((char *)ep->ring + o->cqes);
+	ep->spin = zcx_spin_budget(flags & ZCX_EP_POLL);
+	pthread_mutex_init(&ep->lock, NULL);
+	pthread_cond_init(&ep->reaped, NULL);
+	*out = ep;
+	return 0;
+
+err_free:
+	free(ep);
+	return ret;
+}
+
+ZCX_EXPORT void zcx_ep_destroy(struct zcx_ep *ep)
+{
+	struct zcx_ep_destroy arg;
+
+	if (!ep)
+		return;
+	/* In a child of fork() the endpoint is the parent's: only free ours. */
+	if (!zcx_check_owner(ep->zcx)) {
+		memset(&arg, 0, sizeof(arg));
+		arg.ep = ep->idx;
+		zcx_ioctl(ep->zcx, ZCX_IOC_EP_DESTROY, &arg);
+	}
+	munmap(ep->ring, ep->ring_size);
+	pthread_cond_destroy(&ep->reaped);
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+}
+
+ZCX_EXPORT void zcx_ep_addr(const struct zcx_ep *ep, struct zcx_addr *addr)
+{
+	*addr = ep->addr;
+}
+
+ZCX_EXPORT int zcx_ep_connect(struct zcx_ep *ep, const struct zcx_addr *addr, uint32_t *peer)
+{
+	struct zcx_ep_connect arg = { .ep = ep->idx, .addr = *addr };
+	int ret;
+
+	ret = zcx_check_owner(ep->zcx);
+	if (!ret)
+		ret = zcx_ioctl(ep->zcx, ZCX_IOC_EP_CONNECT, &arg);
+	if (!ret)
+		*peer = arg.peer;
+	return ret;
+}
+
+ZCX_EXPORT uint64_t zcx_ep_syscalls(const struct zcx_ep *ep)
+{
+	return __atomic_load_n(&ep->syscalls, __ATOMIC_RELAXED);
+}
+
+/* Fill requests from the CQ; returns how many.  ep->lock held. */
+static unsigned int zcx_reap_locked(struct zcx_ep *ep)
+{
+	uint32_t head = *ep->cq_head;
+	uint32_t tail = __atomic_load_n(ep->cq_tail, __ATOMIC_ACQUIRE);
+	unsigned int n = 0;
+
+	for (; head != tail; head++, n++) {
+		const struct zcx_cqe *cqe = &ep->cqes[head & ep->cq_mask];
+		struct zcx_req *req = (struct zcx_req *)(uintptr_t)cqe->user_data;
+
+		if (!req)
+			continue;	/* a wake-up NOP */
+		req->status = cqe->res;
+		req->len = cqe->len;
+		req->tag = cqe->tag;
+		__atomic_store_n(&req->done, true, __ATOMIC_RELEASE);
+	}
+	if (n) {
+		__atomic_store_n(ep->cq_head, head, __ATOMIC_RELEASE);
+		pthread_cond_broadcast(&ep->reaped);
+	}
+	return n;
+}
+
+/* Hand the kernel what was published: the doorbell.  ep->lock held. */
+static int zcx_ring_doorbell_locked(struct zcx_ep *ep)
+{
+	int ret;
+
+	if (ep->flags & ZCX_EP_POLL) {
+		/* Tail before flags: pairs with the polling thread's barrier. */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (!(__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP))
+			return 0;
+		ret = zcx_enter(ep, ZCX_ENTER_SQ_WAKEUP, 0, 0);
+		return ret < 0 ? ret : 0;
+	}
+	while (ep->unsubmitted) {
+		ret = zcx_enter(ep, 0, ep->unsubmitted, 0);
+		if (ret == -EBUSY) {
+			/* The CQ is full of completions nobody reaped yet. */
+			if (!zcx_reap_locked(ep))
+				return ret;
+			continue;
+		}
+		if (ret < 0)
+			return ret;
+		ep->unsubmitted -= (uint32_t)ret;
+	}
+	return 0;
+}
+
+static bool zcx_sq_full(const struct zcx_ep *ep)
+{
+	return *ep->sq_tail - __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE) >= ep->sq_entries;
+}
+
+/* Write an entry into a free SQ slot, publish it, ring.  ep->lock held. */
+static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe)
+{
+	uint32_t tail = *ep->sq_tail;
+
+	ep->sqes[tail & ep->sq_mask] = *sqe;
+	/* Entry before tail: pairs with the kernel's acquire of sq_tail. */
+	__atomic_store_n(ep->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	if (!(ep->flags & ZCX_EP_POLL))
+		ep->unsubmitted++;
+	return zcx_ring_doorbell_locked(ep);
+}
+
+/* Queue one submission and ring the doorbell. */
+static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *req)
+{
+	int ret;
+
+	ret = zcx_check_owner(ep->zcx);
+	if (ret)
+		return ret;
+	req->done = false;
+	req->status = 0;
+	req->len = 0;
+	req->tag = 0;
+	sqe->user_data = (uintptr_t)req;
+	if (req->mr)
+		sqe->handle = zcx_mr_handle(req->mr);
+
+	pthread_mutex_lock(&ep->lock);
+	while (zcx_sq_full(ep)) {
+		/* Full: the kernel has not taken earlier entries yet. */
+		zcx_reap_locked(ep);
+		ret = zcx_ring_doorbell_locked(ep);
+		if (ret && ret != -EBUSY)
+			goto out;
+		if (ep->flags & ZCX_EP_POLL)
+			zcx_cpu_relax();
+	}
+	ret = zcx_publish_locked(ep, sqe);
+	/* Taken or not, it is published: the request will complete. */
+	if (ret == -EBUSY)
+		ret = 0;
+out:
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
+ZCX_EXPORT int zcx_test(struct zcx_ep *ep, struct zcx_req *req)
+{
+	int ret = 0;
+
+	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+		return 1;
+	pthread_mutex_lock(&ep->lock);
+	zcx_reap_locked(ep);
+	if (ep->unsubmitted)
+		ret = zcx_ring_doorbell_locked(ep);
+	pthread_mutex_unlock(&ep->lock);
+	if (ret && ret != -EBUSY)
+		return ret;
+	return __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
+}
+
+/* Whether a completion is waiting in the CQ; no lock needed to peek. */
+static bool zcx_cq_pending(const struct zcx_ep *ep)
+{
+	return __atomic_load_n(ep->cq_tail, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(ep->cq_head, __ATOMIC_RELAXED);
+}
+
+ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
+{
+	unsigned long spins = 0;
+	int ret;
+
+	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
+		if (spins < ep->spin) {
+			spins++;
+			if (!zcx_cq_pending(ep)) {
+				zcx_cpu_relax();
+				continue;
+			}
+		}
+		pthread_mutex_lock(&ep->lock);
+		if (ep->unsubmitted) {
+			ret = zcx_ring_doorbell_locked(ep);
+			if (ret && ret != -EBUSY) {
+				pthread_mutex_unlock(&ep->lock);
+				return ret;
+			}
+		}
+		if (!zcx_reap_locked(ep) && !req->done && spins >= ep->spin) {
+			if (ep->kernel_waiter) {
+				pthread_cond_wait(&ep->reaped, &ep->lock);
+			} else {
+				ep->kernel_waiter = true;
+				pthread_mutex_unlock(&ep->lock);
+				ret = zcx_enter(ep, ZCX_ENTER_GETEVENTS, 0, 1);
+				pthread_mutex_lock(&ep->lock);
+				ep->kernel_waiter = false;
+				zcx_reap_locked(ep);
+				/* Whoever waits next becomes the kernel waiter. */
+				pthread_cond_broadcast(&ep->reaped);
+				if (ret < 0 && ret != -EINTR) {
+					pthread_mutex_unlock(&ep->lock);
+					return ret;
+				}
+			}
+		} else if (ep->kernel_waiter && req->done) {
+			/*
+			 * We reaped what the sleeping thread may be waiting
+			 * for: a NOP's completion wakes it to look.
+			 */
+			struct zcx_sqe nop = { .opcode = ZCX_OP_NOP };
+
+			if (!zcx_sq_full(ep))
+				zcx_publish_locked(ep, &nop);
+		}
+		pthread_mutex_unlock(&ep->lock);
+	}
+	return req->status;
+}
+
+static int zcx_xfer(struct zcx_ep *ep, uint8_t opcode, uint32_t peer, uint64_t addr,
+		    size_t len, uint64_t tag, uint64_t mask_or_raddr, uint64_t rkey,
+		    struct zcx_req *req)
+{
+	struct zcx_sqe sqe = {
+		.opcode = opcode, .peer = peer, .addr = addr, .len = len, .tag = tag,
+		.tag_mask = mask_or_raddr, .rkey = rkey,
+	};
+
+	return zcx_submit(ep, &sqe, req);
+}
+
+ZCX_EXPORT int zcx_isend(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
+			 uint64_t tag, struct zcx_req *req)
+{
+	return zcx_xfer(ep, ZCX_OP_SEND, peer, (uintptr_t)buf, len, tag, 0, 0, req);
+}
+
+ZCX_EXPORT int zcx_irecv(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag,
+			 uint64_t mask, struct zcx_req *req)
+{
+	return zcx_xfer(ep, ZCX_OP_RECV, 0, (uintptr_t)buf, len, tag, mask, 0, req);
+}
+
+ZCX_EXPORT int zcx_iput(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
+			uint64_t remote_addr, uint64_t rkey, struct zcx_req *req)
+{
+	return zcx_xfer(ep, ZCX_OP_PUT, peer, (uintptr_t)buf, len, 0, remote_addr, rkey, req);
+}
+
+ZCX_EXPORT int zcx_iget(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
+			uint64_t remote_addr, uint64_t rkey, struct zcx_req *req)
+{
+	return zcx_xfer(ep, ZCX_OP_GET, peer, (uintptr_t)buf, len, 0, remote_addr, rkey, req);
+}
+
+ZCX_EXPORT int zcx_ibarrier(struct zcx_ep *ep, uint32_t bar, struct zcx_req *req)
+{
+	return zcx_xfer(ep, ZCX_OP_BARRIER, bar, 0, 0, 0, 0, 0, req);
+}
+
+/* Start, then wait: the blocking forms. */
+static int zcx_complete(struct zcx_ep *ep, int started, struct zcx_req *req)
+{
+	return started ? started : zcx_wait(ep, req);
+}
+
+ZCX_EXPORT int zcx_send(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
+			uint64_t tag)
+{
+	struct zcx_req req = { 0 };
+
+	return zcx_complete(ep, zcx_isend(ep, peer, buf, len, tag, &req), &req);
+}
+
+ZCX_EXPORT ssize_t zcx_recv(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag,
+			    uint64_t mask, uint64_t *tag_out)
+{
+	struct zcx_req req = { 0 };
+	int ret = zcx_complete(ep, zcx_irecv(ep, buf, len, tag, mask, &req), &req);
+
+	if (ret)
+		return ret;
+	if (tag_out)
+		*tag_out = req.tag;
+	return (ssize_t)req.len;
+}
+
+ZCX_EXPORT int zcx_put(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
+		       uint64_t remote_addr, uint64_t rkey)
+{
+	struct zcx_req req = { 0 };
+
+	return zcx_complete(ep, zcx_iput(ep, peer, buf, len, remote_addr, rkey, &req), &req);
+}
+
+ZCX_EXPORT int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
+		       uint64_t remote_addr, uint64_t rkey)
+{
+	struct zcx_req req = { 0 };
+
+	return zcx_complete(ep, zcx_iget(ep, peer, buf, len, remote_addr, rkey, &req), &req);
+}
+
+ZCX_EXPORT int zcx_barrier(struct zcx_ep *ep, uint32_t bar)
+{
+	struct zcx_req req = { 0 };
+
+	return zcx_complete(ep, zcx_ibarrier(ep, bar, &req), &req);
+}
+
+ZCX_EXPORT int zcx_expose(struct zcx *zcx, void *buf, size_t len, unsigned int rights,
+			  uint64_t *rkey)
+{
+	struct zcx_expose arg = { .addr = (uintptr_t)buf, .length = len, .rights = rights };
+	int ret;
+
+	ret = zcx_check_owner(zcx);
+	if (!ret)
+		ret = zcx_ioctl(zcx, ZCX_IOC_EXPOSE, &arg);
+	if (!ret)
+		*rkey = arg.rkey;
+	return ret;
+}
+
+ZCX_EXPORT int zcx_unexpose(struct zcx *zcx, uint64_t rkey)
+{
+	struct zcx_unexpose arg = { .rkey = rkey };
+	int ret;
+
+	ret = zcx_check_owner(zcx);
+	return ret ? ret : zcx_ioctl(zcx, ZCX_IOC_UNEXPOSE, &arg);
+}
+
+ZCX_EXPORT int zcx_barrier_create(struct zcx_ep *ep, unsigned int nprocs,
+				  struct zcx_addr *addr, uint32_t *bar)
+{
+	struct zcx_bar_create arg = { .ep = ep->idx, .nprocs = nprocs };
+	int ret;
+
+	ret = zcx_check_owner(ep->zcx);
+	if (!ret)
+		ret = zcx_ioctl(ep->zcx, ZCX_IOC_BAR_CREATE, &arg);
+	if (!ret) {
+		*addr = arg.addr;
+		*bar = arg.bar;
+	}
+	return ret;
+}
+
+ZCX_EXPORT int zcx_barrier_join(struct zcx_ep *ep, const struct zcx_addr *addr, uint32_t *bar)
+{
+	struct zcx_bar_join arg = { .ep = ep->idx, .addr = *addr };
+	int ret;
+
+	ret = zcx_check_owner(ep->zcx);
+	if (!ret)
+		ret = zcx_ioctl(ep->zcx, ZCX_IOC_BAR_JOIN, &arg);
+	if (!ret)
+		*bar = arg.bar;
+	return ret;
+}
