@@ -551,13 +551,14 @@ static int zcx_poller(void *data)
 {
 	struct zcx_ctx *ctx = data;
 	unsigned long idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
+	const struct cred *old_cred;
 	bool pending;
 	DEFINE_WAIT(wait);
 
 	if (!mmget_not_zero(ctx->mm))
 		goto out_park;
 	kthread_use_mm(ctx->mm);
-	override_creds(ctx->cred);
+	old_cred = override_creds(ctx->cred);
 	while (!kthread_should_stop()) {
 		if (zcx_poll_pass(ctx, &pending) || pending) {
 			idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
@@ -579,6 +580,7 @@ static int zcx_poller(void *data)
 		zcx_poll_set_flags(ctx, 0);
 		idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
 	}
+	revert_creds(old_cred);
 	kthread_unuse_mm(ctx->mm);
 	mmput(ctx->mm);
 	return 0;

@@ -12,7 +12,6 @@
 #include "zcx.h"
 #include "zcx_uapi.h"
 
-
 unsigned int zcx_cache_entries = 8192;
 module_param_named(cache_entries, zcx_cache_entries, uint, 0444);
 MODULE_PARM_DESC(cache_entries, "Registration-cache entries per context (default 8192)");

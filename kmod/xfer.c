@@ -146,6 +146,15 @@ unmap_src:
 	return 0;
 }
 
+/*
+ * What the other side of a copy that failed learns: its partner's fatal
+ * signal means, to it, that the partner went away.
+ */
+static int zcx_partner_result(int ret)
+{
+	return ret == -EINTR ? -ECONNRESET : ret;
+}
+
 static struct zcx_span zcx_span_user(u64 addr)
 {
 	return (struct zcx_span){ .addr = addr };
@@ -195,7 +204,7 @@ static void zcx_deliver_to_caller(struct zcx_op *recv, struct zcx_op *msg)
 	int ret = zcx_copy(zcx_span_user(recv->addr), src, n, msg->ep);
 	u64 tag = msg->tag, len = msg->len;
 
-	zcx_op_complete(msg, ret, ret ? 0 : len, 0);
+	zcx_op_complete(msg, zcx_partner_result(ret), ret ? 0 : len, 0);
 	if (!ret && len > recv->len)
 		ret = -EMSGSIZE;
 	zcx_op_complete(recv, ret, ret && ret != -EMSGSIZE ? 0 : n, tag);
@@ -243,8 +252,8 @@ void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 			       zcx_span_user(op->addr), n, peer);
 		if (small)
 			mutex_unlock(&peer->match_mutex);
-		zcx_op_complete(recv, ret ? ret : op->len > recv->len ? -EMSGSIZE : 0,
-				ret ? 0 : n, op->tag);
+		zcx_op_complete(recv, ret ? zcx_partner_result(ret) :
+				op->len > recv->len ? -EMSGSIZE : 0, ret ? 0 : n, op->tag);
 		zcx_op_complete(op, ret, ret ? 0 : op->len, 0);
 		return;
 	}
@@ -463,7 +472,8 @@ static int zcx_rma_target(struct zcx_ep *peer, u64 rkey, u64 raddr, u64 len, u32
 	x = zcx_exposed_find_locked(tctx, rkey);
 	if (!x || !(x->rights & right)) {
 		ret = -EACCES;
-	} else if (raddr < x->addr || raddr - x->addr > x->len || len > x->len - (raddr - x->addr)) {
+	} else if (raddr < x->addr || raddr - x->addr > x->len ||
+		   len > x->len - (raddr - x->addr)) {
 		ret = -ERANGE;
 	} else if (zcx_region_busy_get(x->region)) {
 		span->region = x->region;

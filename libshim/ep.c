@@ -35,6 +35,7 @@ struct zcx_ep {
 	pthread_mutex_t lock;		/* SQ production, CQ consumption */
 	pthread_cond_t reaped;		/* broadcast after reaping */
 	bool kernel_waiter;		/* a thread sleeps in ZCX_IOC_ENTER */
+	bool wake_waiter;		/* we reaped what it may wait for */
 	uint32_t unsubmitted;		/* published, kernel not told (enter mode) */
 	unsigned long spin;
 	uint64_t syscalls;
@@ -179,6 +180,8 @@ static unsigned int zcx_reap_locked(struct zcx_ep *ep)
 	if (n) {
 		__atomic_store_n(ep->cq_head, head, __ATOMIC_RELEASE);
 		pthread_cond_broadcast(&ep->reaped);
+		if (ep->kernel_waiter)
+			ep->wake_waiter = true;
 	}
 	return n;
 }
@@ -229,6 +232,22 @@ static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe)
 	return zcx_ring_doorbell_locked(ep);
 }
 
+/*
+ * Unlock; if we reaped while another thread sleeps in the kernel for a
+ * completion, that completion may have been its own: a NOP's completion
+ * wakes it to look.
+ */
+static void zcx_unlock(struct zcx_ep *ep)
+{
+	static const struct zcx_sqe nop = { .opcode = ZCX_OP_NOP };
+
+	if (ep->wake_waiter && ep->kernel_waiter && !zcx_sq_full(ep)) {
+		ep->wake_waiter = false;
+		zcx_publish_locked(ep, &nop);
+	}
+	pthread_mutex_unlock(&ep->lock);
+}
+
 /* Queue one submission and ring the doorbell. */
 static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *req)
 {
@@ -260,7 +279,7 @@ static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *re
 	if (ret == -EBUSY)
 		ret = 0;
 out:
-	pthread_mutex_unlock(&ep->lock);
+	zcx_unlock(ep);
 	return ret;
 }
 
@@ -274,7 +293,7 @@ ZCX_EXPORT int zcx_test(struct zcx_ep *ep, struct zcx_req *req)
 	zcx_reap_locked(ep);
 	if (ep->unsubmitted)
 		ret = zcx_ring_doorbell_locked(ep);
-	pthread_mutex_unlock(&ep->lock);
+	zcx_unlock(ep);
 	if (ret && ret != -EBUSY)
 		return ret;
 	return __atomic_load_n(&req->done, __ATOMIC_ACQUIRE);
@@ -304,7 +323,7 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 		if (ep->unsubmitted) {
 			ret = zcx_ring_doorbell_locked(ep);
 			if (ret && ret != -EBUSY) {
-				pthread_mutex_unlock(&ep->lock);
+				zcx_unlock(ep);
 				return ret;
 			}
 		}
@@ -317,6 +336,7 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 				ret = zcx_enter(ep, ZCX_ENTER_GETEVENTS, 0, 1);
 				pthread_mutex_lock(&ep->lock);
 				ep->kernel_waiter = false;
+				ep->wake_waiter = false;
 				zcx_reap_locked(ep);
 				/* Whoever waits next becomes the kernel waiter. */
 				pthread_cond_broadcast(&ep->reaped);
@@ -325,17 +345,8 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 					return ret;
 				}
 			}
-		} else if (ep->kernel_waiter && req->done) {
-			/*
-			 * We reaped what the sleeping thread may be waiting
-			 * for: a NOP's completion wakes it to look.
-			 */
-			struct zcx_sqe nop = { .opcode = ZCX_OP_NOP };
-
-			if (!zcx_sq_full(ep))
-				zcx_publish_locked(ep, &nop);
 		}
-		pthread_mutex_unlock(&ep->lock);
+		zcx_unlock(ep);
 	}
 	return req->status;
 }

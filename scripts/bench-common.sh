@@ -20,6 +20,6 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 echo "[1/3] packages and build"
-"$top/scripts/install-deps.sh"
+"$top/scripts/install-deps.sh" --bench
 # shellcheck disable=SC2086 # a list of targets
 make -s -C "$top" $bench_targets

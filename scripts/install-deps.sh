@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# install-deps.sh - install the Debian packages that building, testing and
-# benchmarking zcx need, if any is missing (needs root for that).  Output goes to
-# build/logs/apt.log; quiet when everything is present.
+# install-deps.sh [--bench] - install the Debian packages that building and
+# testing zcx need (with --bench, also those the benchmarks compare against),
+# if any is missing (needs root for that).  Output goes to build/logs/apt.log;
+# quiet when everything is present.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,6 +15,10 @@ packages=(
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
 )
+if [ "${1:-}" = --bench ]; then
+	# Peers measured beside zcx: UCX, Open MPI; strace counts their syscalls.
+	packages+=(ucx-utils openmpi-bin libopenmpi-dev strace)
+fi
 
 missing=()
 for pkg in "${packages[@]}"; do
