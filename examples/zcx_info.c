@@ -37,6 +37,9 @@ int main(void)
 	printf("ring depth       %u\n", q.ring_depth);
 	printf("zero-copy from   %u bytes\n", q.zcopy_threshold);
 	printf("page size        %u\n", q.page_size);
+	if (q.features & ZCX_FEATURE_TRANSPORT)
+		printf("eager credits    %u per connection, %u endpoints per context\n",
+		       q.eager_credits, q.max_endpoints);
 
 	fflush(stdout);
 	pid = fork();

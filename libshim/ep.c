@@ -219,17 +219,21 @@ static bool zcx_sq_full(const struct zcx_ep *ep)
 	return *ep->sq_tail - __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE) >= ep->sq_entries;
 }
 
-/* Write an entry into a free SQ slot, publish it, ring.  ep->lock held. */
-static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe)
+/*
+ * Write an entry into a free SQ slot and publish it; ring the doorbell
+ * unless @lazy (the next doorbell, or a wait, will).  ep->lock held.
+ */
+static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe, bool lazy)
 {
 	uint32_t tail = *ep->sq_tail;
 
 	ep->sqes[tail & ep->sq_mask] = *sqe;
 	/* Entry before tail: pairs with the kernel's acquire of sq_tail. */
 	__atomic_store_n(ep->sq_tail, tail + 1, __ATOMIC_RELEASE);
-	if (!(ep->flags & ZCX_EP_POLL))
-		ep->unsubmitted++;
-	return zcx_ring_doorbell_locked(ep);
+	if (ep->flags & ZCX_EP_POLL)
+		return zcx_ring_doorbell_locked(ep);	/* a load, unless asleep */
+	ep->unsubmitted++;
+	return lazy ? 0 : zcx_ring_doorbell_locked(ep);
 }
 
 /*
@@ -243,13 +247,16 @@ static void zcx_unlock(struct zcx_ep *ep)
 
 	if (ep->wake_waiter && ep->kernel_waiter && !zcx_sq_full(ep)) {
 		ep->wake_waiter = false;
-		zcx_publish_locked(ep, &nop);
+		zcx_publish_locked(ep, &nop, false);
 	}
 	pthread_mutex_unlock(&ep->lock);
 }
 
-/* Queue one submission and ring the doorbell. */
-static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *req)
+/*
+ * Queue one submission and ring the doorbell (or not, if @lazy).  With
+ * both rings full of work the module has not finished, -EAGAIN.
+ */
+static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *req, bool lazy)
 {
 	int ret;
 
@@ -265,16 +272,17 @@ static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *re
 		sqe->handle = zcx_mr_handle(req->mr);
 
 	pthread_mutex_lock(&ep->lock);
-	while (zcx_sq_full(ep)) {
-		/* Full: the kernel has not taken earlier entries yet. */
+	if (zcx_sq_full(ep)) {
+		/* The kernel has not taken earlier entries yet: let it. */
 		zcx_reap_locked(ep);
 		ret = zcx_ring_doorbell_locked(ep);
 		if (ret && ret != -EBUSY)
 			goto out;
-		if (ep->flags & ZCX_EP_POLL)
-			zcx_cpu_relax();
+		ret = -EAGAIN;
+		if (zcx_sq_full(ep))
+			goto out;
 	}
-	ret = zcx_publish_locked(ep, sqe);
+	ret = zcx_publish_locked(ep, sqe, lazy);
 	/* Taken or not, it is published: the request will complete. */
 	if (ret == -EBUSY)
 		ret = 0;
@@ -291,7 +299,7 @@ ZCX_EXPORT int zcx_test(struct zcx_ep *ep, struct zcx_req *req)
 		return 1;
 	pthread_mutex_lock(&ep->lock);
 	zcx_reap_locked(ep);
-	if (ep->unsubmitted)
+	if (ep->unsubmitted || (ep->flags & ZCX_EP_POLL))
 		ret = zcx_ring_doorbell_locked(ep);
 	zcx_unlock(ep);
 	if (ret && ret != -EBUSY)
@@ -306,12 +314,17 @@ static bool zcx_cq_pending(const struct zcx_ep *ep)
 	       __atomic_load_n(ep->cq_head, __ATOMIC_RELAXED);
 }
 
-ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
+/*
+ * Wait until @req completed or, without @req, until some completion was
+ * reaped: spin on the CQ first, then sleep in the kernel.
+ */
+static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 {
 	unsigned long spins = 0;
+	bool reaped = false;
 	int ret;
 
-	while (!__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
+	while (req ? !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) : !reaped) {
 		if (spins < ep->spin) {
 			spins++;
 			if (!zcx_cq_pending(ep)) {
@@ -320,16 +333,18 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 			}
 		}
 		pthread_mutex_lock(&ep->lock);
-		if (ep->unsubmitted) {
+		if (ep->unsubmitted || (ep->flags & ZCX_EP_POLL)) {
 			ret = zcx_ring_doorbell_locked(ep);
 			if (ret && ret != -EBUSY) {
 				zcx_unlock(ep);
 				return ret;
 			}
 		}
-		if (!zcx_reap_locked(ep) && !req->done && spins >= ep->spin) {
+		reaped = zcx_reap_locked(ep) > 0;
+		if (!reaped && !(req && req->done) && spins >= ep->spin) {
 			if (ep->kernel_waiter) {
 				pthread_cond_wait(&ep->reaped, &ep->lock);
+				reaped = true;	/* someone reaped: look again */
 			} else {
 				ep->kernel_waiter = true;
 				pthread_mutex_unlock(&ep->lock);
@@ -337,7 +352,7 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 				pthread_mutex_lock(&ep->lock);
 				ep->kernel_waiter = false;
 				ep->wake_waiter = false;
-				zcx_reap_locked(ep);
+				reaped = zcx_reap_locked(ep) > 0;
 				/* Whoever waits next becomes the kernel waiter. */
 				pthread_cond_broadcast(&ep->reaped);
 				if (ret < 0 && ret != -EINTR) {
@@ -348,7 +363,12 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 		}
 		zcx_unlock(ep);
 	}
-	return req->status;
+	return req ? req->status : 0;
+}
+
+ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
+{
+	return zcx_wait_for(ep, req);
 }
 
 static int zcx_xfer(struct zcx_ep *ep, uint8_t opcode, uint32_t peer, uint64_t addr,
@@ -360,7 +380,11 @@ static int zcx_xfer(struct zcx_ep *ep, uint8_t opcode, uint32_t peer, uint64_t a
 		.tag_mask = mask_or_raddr, .rkey = rkey,
 	};
 
-	return zcx_submit(ep, &sqe, req);
+	/*
+	 * A receive needs to reach the module only before the message does
+	 * or when its caller waits: the next send's doorbell carries it.
+	 */
+	return zcx_submit(ep, &sqe, req, opcode == ZCX_OP_RECV);
 }
 
 ZCX_EXPORT int zcx_isend(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
@@ -392,11 +416,13 @@ ZCX_EXPORT int zcx_ibarrier(struct zcx_ep *ep, uint32_t bar, struct zcx_req *req
 	return zcx_xfer(ep, ZCX_OP_BARRIER, bar, 0, 0, 0, 0, 0, req);
 }
 
-/* Start, then wait: the blocking forms. */
-static int zcx_complete(struct zcx_ep *ep, int started, struct zcx_req *req)
-{
-	return started ? started : zcx_wait(ep, req);
-}
+/* Start, then wait: the blocking forms.  Full rings: make room, retry. */
+#define zcx_complete(ep, start, req) ({						\
+	int _ret;								\
+	while ((_ret = (start)) == -EAGAIN && !(_ret = zcx_wait_for((ep), NULL)))	\
+		;								\
+	_ret ? _ret : zcx_wait((ep), (req));					\
+})
 
 ZCX_EXPORT int zcx_send(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
 			uint64_t tag)

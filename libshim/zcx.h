@@ -155,7 +155,10 @@ uint64_t zcx_events_head(const struct zcx *zcx);
  * for receives, @tag.  Buffers are registered through the module's cache
  * automatically; a caller that holds a registration covering the buffer
  * (zcx_mr_reg()) may put it in @mr to save the lookup.  Buffers must not
- * be touched until their operation completed.
+ * be touched until their operation completed.  A non-blocking call
+ * returns -EAGAIN when the endpoint's rings are full of operations the
+ * module has not finished (more than the ring depth outstanding):
+ * complete some and retry.  The blocking forms do that themselves.
  *
  * With ZCX_EP_POLL a kernel thread takes submissions, so a busy endpoint
  * sends and completes with no system call at all; an idle thread sleeps

@@ -187,7 +187,8 @@ TEST_F(module, parameters_reach_query)
 	int fd;
 
 	ASSERT_EQ(0, unload_module());
-	ASSERT_EQ(0, load_module("cache_entries=100 ring_depth=64 zcopy_threshold=8192 cache_bytes=1048576"));
+	ASSERT_EQ(0, load_module("cache_entries=100 ring_depth=64 zcopy_threshold=8192 "
+				 "cache_bytes=1048576 eager_credits=3"));
 	ASSERT_EQ(0, wait_for_device());
 	fd = zcx_test_open();
 	ASSERT_LE(0, fd);
@@ -196,6 +197,7 @@ TEST_F(module, parameters_reach_query)
 	EXPECT_EQ(64, q.ring_depth);
 	EXPECT_EQ(8192, q.zcopy_threshold);
 	EXPECT_EQ(1048576, q.cache_bytes);
+	EXPECT_EQ(3, q.eager_credits);
 	close(fd);
 }
 
@@ -203,7 +205,8 @@ TEST_F(module, invalid_parameters_refuse_load)
 {
 	static const char * const bad[] = {
 		"ring_depth=1000", "ring_depth=0", "ring_depth=1",
-		"ring_depth=65536", "cache_entries=0",
+		"ring_depth=65536", "cache_entries=0", "eager_credits=40000",
+		"poll_idle_us=2000000",
 	};
 	size_t i;
 

@@ -39,6 +39,8 @@ TEST_F(dev, values_match_module)
 	EXPECT_EQ(zcx_test_read_number(ZCX_MODULE_PARAM("ring_depth")), q.ring_depth);
 	EXPECT_EQ(zcx_test_read_number(ZCX_MODULE_PARAM("zcopy_threshold")), q.zcopy_threshold);
 	EXPECT_EQ(zcx_test_read_number(ZCX_MODULE_PARAM("cache_bytes")), (long long)q.cache_bytes);
+	EXPECT_EQ(zcx_test_read_number(ZCX_MODULE_PARAM("eager_credits")), q.eager_credits);
+	EXPECT_EQ(ZCX_MAX_ENDPOINTS, q.max_endpoints);
 	EXPECT_EQ(sysconf(_SC_PAGESIZE), q.page_size);
 }
 
@@ -52,6 +54,8 @@ TEST_F(dev, defaults)
 	EXPECT_EQ(1024, q.ring_depth);
 	EXPECT_EQ(4096, q.zcopy_threshold);
 	EXPECT_EQ(0, q.cache_bytes);
+	EXPECT_EQ(64, q.eager_credits);
+	EXPECT_EQ(2000, zcx_test_read_number(ZCX_MODULE_PARAM("poll_idle_us")));
 }
 
 /* Output is built from zeroed memory: no stale kernel bytes anywhere. */
