@@ -6,8 +6,10 @@
  * a central counter.  Each arrival is one increment under a spinlock; the
  * last one completes every waiting arrival, so each process is woken
  * exactly once per round and nobody relays messages (a dissemination
- * barrier would need log2(N) wake-ups per process).  Rounds follow each
- * other at once: an early arrival at round k+1 simply counts towards it.
+ * barrier would need log2(N) wake-ups per process).  Each member counts
+ * its own arrivals, so a member that arrives again (a second non-blocking
+ * barrier, say) before the round completed waits for the next round
+ * instead of counting twice in this one.
  */
 #include <linux/cred.h>
 #include <linux/random.h>
@@ -27,9 +29,11 @@
  * @lock:	protects the fields below.
  * @nprocs:	members.
  * @joined:	members so far.
- * @arrived:	arrivals in this round.
+ * @round:	the round under way.
+ * @arrived:	arrivals in it ...
+ * @waiters:	... waiting for it (struct zcx_op).
+ * @early:	arrivals for later rounds (round number in zcx_op.tag).
  * @broken:	a member left: every arrival fails.
- * @waiters:	arrivals of this round (struct zcx_op).
  */
 struct zcx_barrier {
 	struct kref ref;
@@ -40,9 +44,11 @@ struct zcx_barrier {
 	spinlock_t lock;		/* see the lock order in zcx.h */
 	u32 nprocs;
 	u32 joined;
+	u64 round;
 	u32 arrived;
-	bool broken;
 	struct list_head waiters;
+	struct list_head early;
+	bool broken;
 };
 
 static DEFINE_XARRAY_ALLOC1(zcx_bar_table);
@@ -74,6 +80,9 @@ static int zcx_bar_attach(struct zcx_ctx *ctx, u32 ep_idx, struct zcx_barrier *b
 		ret = -ENOSPC;
 		for (i = 0; i < ZCX_MAX_BARRIERS; i++) {
 			if (!ep->bars[i]) {
+				mutex_lock(&ep->sq_mutex);
+				ep->bar_rounds[i] = bar->round;
+				mutex_unlock(&ep->sq_mutex);
 				/* Initialised before readers under sq_mutex see it. */
 				smp_store_release(&ep->bars[i], bar);
 				*idx = i;
@@ -109,6 +118,7 @@ int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg)
 	kref_init(&bar->ref);
 	spin_lock_init(&bar->lock);
 	INIT_LIST_HEAD(&bar->waiters);
+	INIT_LIST_HEAD(&bar->early);
 	bar->key = get_random_u64();
 	bar->owner = current_euid();
 	bar->nprocs = arg->nprocs;
@@ -122,16 +132,15 @@ int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg)
 	/* Visible to joiners only once whole. */
 	xa_store(&zcx_bar_table, id, bar, GFP_KERNEL);
 
-	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
-	if (ret) {
-		zcx_bar_put(bar);
-		return ret;
-	}
+	/* Before it is attached: a concurrent destroy may free it then. */
 	memset(&arg->addr, 0, sizeof(arg->addr));
 	arg->addr.kind = ZCX_ADDR_BARRIER;
 	arg->addr.id = bar->id;
 	arg->addr.key = bar->key;
-	return 0;
+	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
+	if (ret)
+		zcx_bar_put(bar);
+	return ret;
 }
 
 int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg)
@@ -161,13 +170,11 @@ int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg)
 	spin_unlock(&bar->lock);
 	if (ret)
 		goto out_put;
-	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
-	if (ret) {
-		zcx_bar_unjoin(bar);
-		return ret;
-	}
 	arg->nprocs = bar->nprocs;
-	return 0;
+	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
+	if (ret)
+		zcx_bar_unjoin(bar);
+	return ret;
 
 out_put:
 	if (bar)
@@ -175,13 +182,42 @@ out_put:
 	return ret;
 }
 
-/* Arrive; the round's last arrival completes everybody's. */
+/*
+ * Complete the rounds that are full, starting with the one under way, and
+ * move the early arrivals of each next round in.  bar->lock held.
+ */
+static void zcx_bar_advance_locked(struct zcx_barrier *bar, struct list_head *done)
+{
+	struct zcx_op *it, *tmp;
+
+	while (bar->arrived == bar->nprocs) {
+		list_splice_tail_init(&bar->waiters, done);
+		bar->arrived = 0;
+		bar->round++;
+		list_for_each_entry_safe(it, tmp, &bar->early, link) {
+			if (it->tag == bar->round) {
+				list_move_tail(&it->link, &bar->waiters);
+				bar->arrived++;
+			}
+		}
+	}
+}
+
+static void zcx_complete_list(struct list_head *list, int res)
+{
+	struct zcx_op *it, *tmp;
+
+	list_for_each_entry_safe(it, tmp, list, link) {
+		list_del(&it->link);
+		zcx_op_complete(it, res, 0, 0);
+	}
+}
+
+/* Arrive; the round's last arrival completes everybody's.  sq_mutex held. */
 void zcx_op_barrier(struct zcx_op *op, u32 idx)
 {
 	struct zcx_barrier *bar = NULL;
-	struct zcx_op *it, *tmp;
 	LIST_HEAD(done);
-	int res = 0;
 
 	if (idx < ZCX_MAX_BARRIERS)
 		/* Pairs with the release in zcx_bar_attach(). */
@@ -190,32 +226,44 @@ void zcx_op_barrier(struct zcx_op *op, u32 idx)
 		zcx_op_complete(op, -EINVAL, 0, 0);
 		return;
 	}
+	/* This member's arrival number is the round it belongs to. */
+	op->tag = op->ep->bar_rounds[idx]++;
 	spin_lock(&bar->lock);
 	if (bar->broken) {
-		res = -ECONNRESET;
-	} else if (++bar->arrived < bar->nprocs) {
+		list_add_tail(&op->link, &done);
+		spin_unlock(&bar->lock);
+		zcx_complete_list(&done, -ECONNRESET);
+		return;
+	}
+	if (op->tag == bar->round) {
 		list_add_tail(&op->link, &bar->waiters);
-		op = NULL;
+		bar->arrived++;
+		zcx_bar_advance_locked(bar, &done);
 	} else {
-		bar->arrived = 0;
-		list_splice_init(&bar->waiters, &done);
+		list_add_tail(&op->link, &bar->early);
 	}
 	spin_unlock(&bar->lock);
-
-	list_for_each_entry_safe(it, tmp, &done, link) {
-		list_del(&it->link);
-		zcx_op_complete(it, 0, 0, 0);
-	}
-	if (op)
-		zcx_op_complete(op, res, 0, 0);
+	zcx_complete_list(&done, 0);
 }
 
-/* The endpoint is going away: its barriers break. */
+/* Leave a barrier: it breaks, and what waits on it fails. */
+static void zcx_bar_leave(struct zcx_barrier *bar)
+{
+	LIST_HEAD(done);
+
+	spin_lock(&bar->lock);
+	bar->broken = true;
+	list_splice_init(&bar->waiters, &done);
+	list_splice_init(&bar->early, &done);
+	spin_unlock(&bar->lock);
+	zcx_complete_list(&done, -ECONNRESET);
+	zcx_bar_put(bar);
+}
+
+/* The endpoint is going away (ctx->ep_mutex held): its barriers break. */
 void zcx_ep_leave_barriers(struct zcx_ep *ep)
 {
 	struct zcx_barrier *bar;
-	struct zcx_op *it, *tmp;
-	LIST_HEAD(done);
 	u32 i;
 
 	for (i = 0; i < ZCX_MAX_BARRIERS; i++) {
@@ -223,16 +271,28 @@ void zcx_ep_leave_barriers(struct zcx_ep *ep)
 		if (!bar)
 			continue;
 		ep->bars[i] = NULL;
-		spin_lock(&bar->lock);
-		bar->broken = true;
-		list_splice_init(&bar->waiters, &done);
-		spin_unlock(&bar->lock);
-		list_for_each_entry_safe(it, tmp, &done, link) {
-			list_del(&it->link);
-			zcx_op_complete(it, -ECONNRESET, 0, 0);
-		}
-		zcx_bar_put(bar);
+		zcx_bar_leave(bar);
 	}
+}
+
+/* Undo a membership whose number the caller never learnt. */
+void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
+{
+	struct zcx_barrier *bar = NULL;
+	struct zcx_ep *ep;
+
+	mutex_lock(&ctx->ep_mutex);
+	ep = rcu_dereference_protected(ctx->eps[ep_idx], lockdep_is_held(&ctx->ep_mutex));
+	if (ep) {
+		/* Not while a submission may be looking at it. */
+		mutex_lock(&ep->sq_mutex);
+		bar = ep->bars[idx];
+		ep->bars[idx] = NULL;
+		mutex_unlock(&ep->sq_mutex);
+	}
+	mutex_unlock(&ctx->ep_mutex);
+	if (bar)
+		zcx_bar_leave(bar);
 }
 
 void zcx_bar_global_exit(void)

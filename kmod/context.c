@@ -12,7 +12,6 @@
 static void zcx_ctx_free(struct zcx_ctx *ctx)
 {
 	zcx_status_free(ctx);
-	put_cred(ctx->cred);
 	kvfree(ctx->free_slots);
 	kvfree(ctx->slots);
 	mmdrop(ctx->mm);
@@ -47,8 +46,6 @@ struct zcx_ctx *zcx_ctx_create(void)
 	init_waitqueue_head(&ctx->event_wait);
 	INIT_WORK(&ctx->reap_work, zcx_reap_work);
 	atomic_set(&ctx->busy, 0);
-	init_waitqueue_head(&ctx->busy_wait);
-	ctx->cred = get_current_cred();
 	mutex_init(&ctx->ep_mutex);
 	init_waitqueue_head(&ctx->poll_wait);
 	spin_lock_init(&ctx->expose_lock);

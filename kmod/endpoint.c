@@ -9,7 +9,9 @@
  * tails) and treats what it reads from the mapping as untrusted: a process
  * that scribbles on its rings only confuses itself.
  */
+#include <linux/capability.h>
 #include <linux/kthread.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/sched/mm.h>
@@ -17,6 +19,7 @@
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <linux/wait_bit.h>
 #include <linux/xarray.h>
 #include <crypto/algapi.h>
 
@@ -172,6 +175,9 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 		ret = zcx_poller_start(ctx);
 		if (ret)
 			goto err_unlock;
+		/* What pins the polling thread makes may count against. */
+		WRITE_ONCE(ctx->poll_memlock, capable(CAP_IPC_LOCK) ? RLIM_INFINITY :
+				      rlimit(RLIMIT_MEMLOCK));
 	}
 	ret = xa_alloc(&zcx_ep_table, &id, ep, xa_limit_32b, GFP_KERNEL);
 	if (ret)
@@ -180,8 +186,9 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	zcx_ep_fill(ep, arg);
 	rcu_assign_pointer(ctx->eps[idx], ep);
 	mutex_unlock(&ctx->ep_mutex);
-	if (ep->flags & ZCX_EP_POLL)
-		wake_up(&ctx->poll_wait);
+	/* Not ep->flags: another thread may destroy it already. */
+	if (arg->flags & ZCX_EP_POLL)
+		zcx_poller_kick(ctx);
 	return 0;
 
 err_unlock:
@@ -251,6 +258,7 @@ void zcx_eps_destroy(struct zcx_ctx *ctx)
 		kthread_stop(ctx->poller);
 		put_task_struct(ctx->poller);
 		ctx->poller = NULL;
+		atomic_dec(&zcx_pollers);
 	}
 	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
 		ep = rcu_dereference_protected(ctx->eps[idx], lockdep_is_held(&ctx->ep_mutex));
@@ -259,7 +267,7 @@ void zcx_eps_destroy(struct zcx_ctx *ctx)
 	}
 	mutex_unlock(&ctx->ep_mutex);
 	zcx_exposed_destroy(ctx);
-	wait_event(ctx->busy_wait, !atomic_read(&ctx->busy));
+	wait_var_event(&ctx->busy, !atomic_read(&ctx->busy));
 }
 
 int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg)
@@ -315,6 +323,23 @@ out_put_peer:
 	return ret;
 }
 
+/* Undo a connection whose number the caller never learnt. */
+void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
+{
+	struct zcx_conn *conn = NULL;
+	struct zcx_ep *ep = zcx_ep_get(ctx, ep_idx);
+
+	if (!ep)
+		return;
+	/* Submissions use connections under sq_mutex, without a reference. */
+	mutex_lock(&ep->sq_mutex);
+	conn = xa_erase(&ep->conns, peer);
+	mutex_unlock(&ep->sq_mutex);
+	if (conn)
+		zcx_conn_put(conn);
+	zcx_ep_put(ep);
+}
+
 /* Post a completion; the room was reserved when the operation was taken. */
 static void zcx_cq_post(struct zcx_ep *ep, u64 user_data, int res, u64 len, u64 tag)
 {
@@ -368,10 +393,13 @@ static u32 zcx_cq_ready(struct zcx_ep *ep)
 /* Reserve CQ room for one more operation; false if the CQ could fill. */
 static bool zcx_cq_reserve(struct zcx_ep *ep)
 {
+	u32 unread;
 	bool room;
 
 	spin_lock(&ep->cq_lock);
-	room = ep->owed + (u32)(ep->cq_tail - READ_ONCE(ep->hdr->cq_head)) < ep->cq_entries;
+	/* A head userspace moved past the tail counts as a full CQ. */
+	unread = ep->cq_tail - READ_ONCE(ep->hdr->cq_head);
+	room = unread <= ep->cq_entries && ep->owed < ep->cq_entries - unread;
 	if (room)
 		ep->owed++;
 	spin_unlock(&ep->cq_lock);
@@ -479,7 +507,7 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 
 	if (ep->flags & ZCX_EP_POLL) {
 		if (arg->flags & ZCX_ENTER_SQ_WAKEUP)
-			wake_up(&ctx->poll_wait);
+			zcx_poller_kick(ctx);
 	} else if (arg->to_submit) {
 		mutex_lock(&ep->sq_mutex);
 		ret = zcx_sq_take(ep, arg->to_submit);
@@ -503,17 +531,29 @@ out:
 
 /*
  * The polling thread: takes the submissions of every ZCX_EP_POLL endpoint
- * of its context, in the context's address space and with the opener's
- * credentials.  After poll_idle_us without work it sets NEED_WAKEUP on
- * each and sleeps until ZCX_IOC_ENTER with ZCX_ENTER_SQ_WAKEUP.
+ * of its context, in the context's address space, charging memory to the
+ * process's memory cgroup.  It holds the address space only during a pass
+ * (so that the process's exit is not held up) and stops serving once the
+ * address space is gone.  After poll_idle_us without work it sets
+ * NEED_WAKEUP on each endpoint and sleeps until ZCX_IOC_ENTER with
+ * ZCX_ENTER_SQ_WAKEUP kicks it.  Entries it cannot take (completion ring
+ * full) do not keep it awake: the kick after reaping does.
  */
-static bool zcx_poll_pass(struct zcx_ctx *ctx, bool *pending)
+atomic_t zcx_pollers = ATOMIC_INIT(0);
+
+void zcx_poller_kick(struct zcx_ctx *ctx)
+{
+	WRITE_ONCE(ctx->poll_kick, true);
+	wake_up(&ctx->poll_wait);
+}
+
+/* One pass over the polled endpoints; true if it took anything. */
+static bool zcx_poll_pass(struct zcx_ctx *ctx)
 {
 	bool busy = false;
 	struct zcx_ep *ep;
 	u32 idx;
 
-	*pending = false;
 	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
 		ep = zcx_ep_get(ctx, idx);
 		if (!ep)
@@ -522,9 +562,6 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx, bool *pending)
 			mutex_lock(&ep->sq_mutex);
 			if (zcx_sq_take(ep, ep->sq_entries) > 0)
 				busy = true;
-			/* As in zcx_sq_take(). */
-			if (smp_load_acquire(&ep->hdr->sq_tail) != ep->sq_head)
-				*pending = true;
 			mutex_unlock(&ep->sq_mutex);
 		}
 		zcx_ep_put(ep);
@@ -547,51 +584,65 @@ static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
 	}
 }
 
+/* A pass with the address space held; false if it is gone. */
+static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, bool *busy)
+{
+	struct mem_cgroup *memcg, *old_memcg;
+
+	if (!mmget_not_zero(ctx->mm))
+		return false;
+	memcg = get_mem_cgroup_from_mm(ctx->mm);
+	old_memcg = set_active_memcg(memcg);
+	*busy = zcx_poll_pass(ctx);
+	set_active_memcg(old_memcg);
+	mem_cgroup_put(memcg);
+	mmput(ctx->mm);
+	return true;
+}
+
+static void zcx_poll_sleep(struct zcx_ctx *ctx)
+{
+	DEFINE_WAIT(wait);
+
+	prepare_to_wait(&ctx->poll_wait, &wait, TASK_INTERRUPTIBLE);
+	if (!READ_ONCE(ctx->poll_kick) && !kthread_should_stop())
+		schedule();
+	finish_wait(&ctx->poll_wait, &wait);
+}
+
 static int zcx_poller(void *data)
 {
 	struct zcx_ctx *ctx = data;
 	unsigned long idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
-	const struct cred *old_cred;
-	bool pending;
-	DEFINE_WAIT(wait);
+	bool alive = true, busy;
 
-	if (!mmget_not_zero(ctx->mm))
-		goto out_park;
+	/* The context's mmgrab() keeps the mm_struct for our use. */
 	kthread_use_mm(ctx->mm);
-	old_cred = override_creds(ctx->cred);
 	while (!kthread_should_stop()) {
-		if (zcx_poll_pass(ctx, &pending) || pending) {
+		WRITE_ONCE(ctx->poll_kick, false);
+		alive = alive && zcx_poll_pass_mm(ctx, &busy);
+		if (alive && busy) {
 			idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
 			cond_resched();
 			continue;
 		}
-		if (time_before(jiffies, idle_until)) {
+		if (alive && time_before(jiffies, idle_until)) {
 			cond_resched();
 			continue;
 		}
-		prepare_to_wait(&ctx->poll_wait, &wait, TASK_INTERRUPTIBLE);
+		/*
+		 * Flags, then a last look: a submission published after that
+		 * look sees the flag (userspace's full barrier pairs with
+		 * ours) and kicks us, so the kick check below cannot miss it.
+		 */
 		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP);
-		/* Flag before the recheck: pairs with userspace's full barrier. */
 		smp_mb();
-		zcx_poll_pass(ctx, &pending);
-		if (!pending && !kthread_should_stop())
-			schedule();
-		finish_wait(&ctx->poll_wait, &wait);
+		if (!(alive && zcx_poll_pass_mm(ctx, &busy) && busy))
+			zcx_poll_sleep(ctx);
 		zcx_poll_set_flags(ctx, 0);
 		idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
 	}
-	revert_creds(old_cred);
 	kthread_unuse_mm(ctx->mm);
-	mmput(ctx->mm);
-	return 0;
-out_park:
-	/* Nothing to serve; wait to be stopped like a thread that served. */
-	while (!kthread_should_stop()) {
-		set_current_state(TASK_INTERRUPTIBLE);
-		if (!kthread_should_stop())
-			schedule();
-		__set_current_state(TASK_RUNNING);
-	}
 	return 0;
 }
 
@@ -603,10 +654,15 @@ static int zcx_poller_start(struct zcx_ctx *ctx)
 	lockdep_assert_held(&ctx->ep_mutex);
 	if (ctx->poller)
 		return 0;
-	ctx->poll_memlock = rlimit(RLIMIT_MEMLOCK);
+	if (atomic_inc_return(&zcx_pollers) > zcx_max_pollers) {
+		atomic_dec(&zcx_pollers);
+		return -EAGAIN;
+	}
 	task = kthread_create(zcx_poller, ctx, "zcx-poll/%d", task_tgid_nr(current));
-	if (IS_ERR(task))
+	if (IS_ERR(task)) {
+		atomic_dec(&zcx_pollers);
 		return PTR_ERR(task);
+	}
 	get_task_struct(task);
 	ctx->poller = task;
 	wake_up_process(task);

@@ -160,7 +160,8 @@ static long zcx_ioctl_mon_add(struct zcx_ctx *ctx, unsigned int cmd, void __user
 
 /*
  * The transport's commands: copy in, check what every command checks
- * (reserved words), run, copy out.  @run returns 0 or a negative errno,
+ * (reserved words), run, copy out, and undo what was made if the caller
+ * cannot learn of it.  zcx_run_<name>() returns 0 or a negative errno,
  * or, for ZCX_IOC_ENTER, the count it returns to the caller.
  */
 #define ZCX_XFER_IOCTL(name, type, min_field)					\
@@ -178,7 +179,11 @@ static long zcx_ioctl_##name(struct zcx_ctx *ctx, unsigned int cmd, void __user 
 	ret = zcx_run_##name(ctx, &arg);					\
 	if (ret < 0 || !zcx_out_##name)						\
 		return ret;							\
-	return zcx_copy_arg_out(&arg, sizeof(arg), cmd, uarg) ?: ret;		\
+	if (zcx_copy_arg_out(&arg, sizeof(arg), cmd, uarg)) {			\
+		zcx_undo_##name(ctx, &arg);					\
+		return -EFAULT;							\
+	}									\
+	return ret;								\
 }
 
 static int zcx_run_ep_destroy(struct zcx_ctx *ctx, struct zcx_ep_destroy *arg)
@@ -210,6 +215,15 @@ static int zcx_run_unexpose(struct zcx_ctx *ctx, struct zcx_unexpose *arg)
 #define zcx_out_unexpose	0
 #define zcx_out_bar_create	1
 #define zcx_out_bar_join	1
+/* Undoing what a command made (those without results make nothing). */
+#define zcx_undo_ep_create(ctx, arg)	zcx_ep_destroy_idx(ctx, (arg)->ep)
+#define zcx_undo_ep_destroy(ctx, arg)	do { } while (0)
+#define zcx_undo_ep_connect(ctx, arg)	zcx_ep_disconnect(ctx, (arg)->ep, (arg)->peer)
+#define zcx_undo_enter(ctx, arg)	do { } while (0)
+#define zcx_undo_expose(ctx, arg)	zcx_unexpose(ctx, (arg)->rkey)
+#define zcx_undo_unexpose(ctx, arg)	do { } while (0)
+#define zcx_undo_bar_create(ctx, arg)	zcx_bar_detach(ctx, (arg)->ep, (arg)->bar)
+#define zcx_undo_bar_join(ctx, arg)	zcx_bar_detach(ctx, (arg)->ep, (arg)->bar)
 
 ZCX_XFER_IOCTL(ep_create, struct zcx_ep_create, reserved)
 ZCX_XFER_IOCTL(ep_destroy, struct zcx_ep_destroy, reserved)

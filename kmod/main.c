@@ -28,6 +28,10 @@ unsigned int zcx_poll_idle_us = 2000;
 module_param_named(poll_idle_us, zcx_poll_idle_us, uint, 0444);
 MODULE_PARM_DESC(poll_idle_us, "Microseconds a polling thread spins without work before it sleeps (default 2000)");
 
+unsigned int zcx_max_pollers = 64;
+module_param_named(max_pollers, zcx_max_pollers, uint, 0444);
+MODULE_PARM_DESC(max_pollers, "Polling threads on the node at most, one per context using ZCX_EP_POLL (default 64)");
+
 unsigned int zcx_zcopy_threshold = 4096;
 module_param_named(zcopy_threshold, zcx_zcopy_threshold, uint, 0444);
 MODULE_PARM_DESC(zcopy_threshold, "Message size in bytes from which data is not sent inline (default 4096)");
@@ -121,6 +125,10 @@ static int __init zcx_check_params(void)
 	    !is_power_of_2(zcx_ring_depth)) {
 		pr_err("ring_depth must be a power of two in [2, %u]\n",
 		       ZCX_MAX_RING_DEPTH);
+		return -EINVAL;
+	}
+	if (zcx_zcopy_threshold > ZCX_MAX_ZCOPY_THRESHOLD) {
+		pr_err("zcopy_threshold must be at most %u\n", ZCX_MAX_ZCOPY_THRESHOLD);
 		return -EINVAL;
 	}
 	if (zcx_eager_credits > ZCX_MAX_RING_DEPTH) {

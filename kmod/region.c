@@ -269,12 +269,17 @@ static void zcx_unreserve(struct zcx_ctx *ctx, struct zcx_region *r)
 /* Charge mm->pinned_vm against RLIMIT_MEMLOCK, as ib_umem_get() does. */
 static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages)
 {
-	/* The polling thread pins for the opener, under the opener's limit. */
-	unsigned long limit = (current->flags & PF_KTHREAD ? ctx->poll_memlock :
-			       rlimit(RLIMIT_MEMLOCK)) >> PAGE_SHIFT;
+	/*
+	 * The polling thread pins for the process, under the limit (or
+	 * CAP_IPC_LOCK) the process had when it last created a polled
+	 * endpoint: it has no credentials of the process to check.
+	 */
+	bool poller = current->flags & PF_KTHREAD;
+	unsigned long limit = poller ? READ_ONCE(ctx->poll_memlock) : rlimit(RLIMIT_MEMLOCK);
 	s64 total = atomic64_add_return(npages, &ctx->mm->pinned_vm);
 
-	if (total > limit && !capable(CAP_IPC_LOCK)) {
+	if (limit != RLIM_INFINITY && total > (limit >> PAGE_SHIFT) &&
+	    (poller || !capable(CAP_IPC_LOCK))) {
 		atomic64_sub(npages, &ctx->mm->pinned_vm);
 		return -ENOMEM;
 	}
@@ -401,13 +406,44 @@ static int zcx_region_publish_locked(struct zcx_ctx *ctx, struct zcx_region *r)
 }
 
 /*
+ * Busy references: a transfer copying to or from a region's pages holds
+ * one, which keeps the pages pinned (though not the region valid) and the
+ * context alive until zcx_region_busy_put().
+ */
+void zcx_region_busy_get_locked(struct zcx_region *r)
+{
+	lockdep_assert_held(&r->ctx->lock);
+	r->busy++;
+	atomic_inc(&r->ctx->busy);
+}
+
+void zcx_region_busy_put(struct zcx_region *r)
+{
+	struct zcx_ctx *ctx = r->ctx;
+	bool reap;
+
+	spin_lock(&ctx->lock);
+	reap = !--r->busy && r->state == ZCX_REGION_DEAD;
+	spin_unlock(&ctx->lock);
+	/* Before the count drops: the context lives until it is zero. */
+	if (reap)
+		schedule_work(&ctx->reap_work);
+	zcx_ctx_busy_put(ctx);
+}
+
+/*
  * Pin a new region.  The notifier goes in first and the pin runs inside a
  * read_begin/read_retry section, so a change to the range at any moment
  * during the VMA check or the pin makes us start over instead of caching
  * pages that are already gone.
+ *
+ * With @busy, the caller is a transfer: the new region starts unused (on
+ * the LRU) and *@busy gets a busy reference to it, instead of the handle
+ * reference a registration gets.
  */
 static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
-			     unsigned long start, unsigned long end)
+			     unsigned long start, unsigned long end,
+			     struct zcx_region **busy)
 {
 	unsigned long npages = (end - start) >> PAGE_SHIFT;
 	struct zcx_region *r;
@@ -481,6 +517,12 @@ static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
 	zcx_counter_add(ctx, pinned_pages, npages);
 	atomic64_add(npages, &zcx_stat_pinned_pages);
 	zcx_mr_fill(reg, r, ZCX_MR_MISS);
+	if (busy) {
+		r->users = 0;
+		list_add_tail(&r->link, &ctx->lru);
+		zcx_region_busy_get_locked(r);
+		*busy = r;
+	}
 	spin_unlock(&ctx->lock);
 	return 0;
 
@@ -525,6 +567,10 @@ int zcx_mr_register(struct zcx_ctx *ctx, struct zcx_mr_reg *reg)
 
 	spin_lock(&ctx->lock);
 	r = zcx_lookup_locked(ctx, start, end - 1, reg->access);
+	if (r && r->users == UINT_MAX) {
+		spin_unlock(&ctx->lock);
+		return -EOVERFLOW;
+	}
 	if (r) {
 		if (!r->users++)
 			list_del_init(&r->link);	/* off the LRU */
@@ -534,7 +580,7 @@ int zcx_mr_register(struct zcx_ctx *ctx, struct zcx_mr_reg *reg)
 		return 0;
 	}
 	spin_unlock(&ctx->lock);
-	return zcx_region_create(ctx, reg, start, end);
+	return zcx_region_create(ctx, reg, start, end, NULL);
 }
 
 int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle)
@@ -571,48 +617,8 @@ int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle)
 	return 0;
 }
 
-/*
- * Busy references: a transfer copying to or from a region's pages holds
- * one, which keeps the pages pinned (though not the region valid) and the
- * context alive until zcx_region_busy_put().
- */
-static void zcx_region_busy_get_locked(struct zcx_region *r)
-{
-	lockdep_assert_held(&r->ctx->lock);
-	r->busy++;
-	atomic_inc(&r->ctx->busy);
-}
-
-/* Another reference for an already valid region; false if it went stale. */
-bool zcx_region_busy_get(struct zcx_region *r)
-{
-	bool live;
-
-	spin_lock(&r->ctx->lock);
-	live = r->state == ZCX_REGION_LIVE;
-	if (live)
-		zcx_region_busy_get_locked(r);
-	spin_unlock(&r->ctx->lock);
-	return live;
-}
-
-void zcx_region_busy_put(struct zcx_region *r)
-{
-	struct zcx_ctx *ctx = r->ctx;
-	bool reap;
-
-	spin_lock(&ctx->lock);
-	reap = !--r->busy && r->state == ZCX_REGION_DEAD;
-	spin_unlock(&ctx->lock);
-	/* Before the count drops: the context lives until it is zero. */
-	if (reap)
-		schedule_work(&ctx->reap_work);
-	if (atomic_dec_and_test(&ctx->busy))
-		wake_up_all(&ctx->busy_wait);
-}
-
 /* The LIVE region a handle names if it covers [start, last] with @access. */
-static struct zcx_region *zcx_handle_lookup_locked(struct zcx_ctx *ctx, u64 handle,
+struct zcx_region *zcx_handle_lookup_locked(struct zcx_ctx *ctx, u64 handle,
 						   unsigned long start, unsigned long last,
 						   u32 access)
 {
@@ -639,43 +645,24 @@ int zcx_region_acquire(struct zcx_ctx *ctx, u64 addr, u64 len, u32 access, u64 h
 	struct zcx_mr_reg reg = { .addr = addr, .length = len, .access = access };
 	unsigned long start, end;
 	struct zcx_region *r;
-	int ret, attempt;
+	int ret;
 
 	ret = zcx_user_range(addr, len, &start, &end);
 	if (ret)
 		return ret;
-	for (attempt = 0; attempt < ZCX_PIN_RETRIES; attempt++) {
-		spin_lock(&ctx->lock);
-		r = handle ? zcx_handle_lookup_locked(ctx, handle, start, end - 1, access) : NULL;
-		if (!r)
-			r = zcx_lookup_locked(ctx, start, end - 1, access);
-		if (r) {
-			zcx_region_busy_get_locked(r);
-			zcx_counter_add(ctx, hits, 1);
-			spin_unlock(&ctx->lock);
-			*out = r;
-			return 0;
-		}
+	spin_lock(&ctx->lock);
+	r = handle ? zcx_handle_lookup_locked(ctx, handle, start, end - 1, access) : NULL;
+	if (!r)
+		r = zcx_lookup_locked(ctx, start, end - 1, access);
+	if (r) {
+		zcx_region_busy_get_locked(r);
+		zcx_counter_add(ctx, hits, 1);
 		spin_unlock(&ctx->lock);
-
-		ret = zcx_region_create(ctx, &reg, start, end);
-		if (ret)
-			return ret;
-		/* Trade the handle's reference for a busy one, if still valid. */
-		r = NULL;
-		spin_lock(&ctx->lock);
-		if (ctx->slots[reg.slot]->state == ZCX_REGION_LIVE) {
-			r = ctx->slots[reg.slot];
-			zcx_region_busy_get_locked(r);
-		}
-		spin_unlock(&ctx->lock);
-		zcx_mr_deregister(ctx, reg.handle);
-		if (r) {
-			*out = r;
-			return 0;
-		}
+		*out = r;
+		return 0;
 	}
-	return -EAGAIN;
+	spin_unlock(&ctx->lock);
+	return zcx_region_create(ctx, &reg, start, end, out);
 }
 
 /* Watch [start, end) without pinning: a region with no pages. */

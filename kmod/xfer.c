@@ -184,30 +184,12 @@ void zcx_conn_put(struct zcx_conn *conn)
 	kref_put(&conn->ref, zcx_conn_release);
 }
 
-/* Pin an operation's buffer for a peer to copy to or from later. */
+/* Pin an operation's buffer, so that copies to or from it never fault. */
 static int zcx_op_pin(struct zcx_op *op, u32 access, u64 handle)
 {
 	if (!op->len || op->region)
 		return 0;
 	return zcx_region_acquire(op->ep->ctx, op->addr, op->len, access, handle, &op->region);
-}
-
-/*
- * Deliver message @msg (a send, or an eager message) into receive @recv;
- * the copy runs from @recv's side: the caller is @recv's process.
- */
-static void zcx_deliver_to_caller(struct zcx_op *recv, struct zcx_op *msg)
-{
-	u64 n = min(recv->len, msg->len);
-	struct zcx_span src = msg->data ? (struct zcx_span){ .kbuf = msg->data } :
-					  zcx_span_op(msg);
-	int ret = zcx_copy(zcx_span_user(recv->addr), src, n, msg->ep);
-	u64 tag = msg->tag, len = msg->len;
-
-	zcx_op_complete(msg, zcx_partner_result(ret), ret ? 0 : len, 0);
-	if (!ret && len > recv->len)
-		ret = -EMSGSIZE;
-	zcx_op_complete(recv, ret, ret && ret != -EMSGSIZE ? 0 : n, tag);
 }
 
 /* Credit back for an eager message leaving @peer's queue; its mutex held. */
@@ -217,16 +199,71 @@ static void zcx_eager_done(struct zcx_op *msg)
 		msg->conn->eager--;
 }
 
+/*
+ * The first posted receive of @ep matching @tag, taken off its queue.
+ * ep->match_mutex held.
+ */
+static struct zcx_op *zcx_take_posted(struct zcx_ep *ep, u64 tag)
+{
+	struct zcx_op *recv;
+
+	list_for_each_entry(recv, &ep->posted, link) {
+		if (zcx_tag_match(recv, tag)) {
+			list_del(&recv->link);
+			return recv;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Deliver message @msg (a send, or an eager message whose bytes are in
+ * msg->data) into receive @recv, and complete both.  The receive's buffer
+ * is pinned unless the message is eager (then the caller is the
+ * receiver, and holds nothing of the sender's while it may fault).
+ */
+static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, const struct zcx_ep *watch)
+{
+	u64 n = min(recv->len, msg->len);
+	struct zcx_span src = msg->data ? (struct zcx_span){ .kbuf = msg->data } :
+					  zcx_span_op(msg);
+	struct zcx_span dst = recv->region ? zcx_span_op(recv) : zcx_span_user(recv->addr);
+	u64 tag = msg->tag, len = msg->len;
+	int ret = zcx_copy(dst, src, n, watch);
+	bool receiver_copied = watch == msg->ep;
+
+	/* The side that did not copy learns of the copier's death as ECONNRESET. */
+	zcx_op_complete(msg, receiver_copied ? zcx_partner_result(ret) : ret,
+			ret ? 0 : len, 0);
+	if (!ret && len > recv->len)
+		ret = -EMSGSIZE;
+	else if (ret && !receiver_copied)
+		ret = zcx_partner_result(ret);
+	zcx_op_complete(recv, ret, ret && ret != -EMSGSIZE ? 0 : n, tag);
+}
+
+/*
+ * Nothing that can fault on the caller's own memory runs under a peer's
+ * lock or while it holds a peer's pages busy (a stalled fault, say on a
+ * FUSE mapping, would stall the peer): a small payload is copied into a
+ * kernel buffer first, a large buffer is pinned first.
+ */
 void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 {
 	struct zcx_ep *peer = conn->peer;
-	struct zcx_op *recv = NULL, *it, *msg;
 	bool small = op->len < zcx_zcopy_threshold;
-	u64 n;
+	struct zcx_op *recv, *msg;
 	int ret;
 
-	/* Large messages need the sender's pages in all but the best case. */
-	if (!small) {
+	if (small && op->len) {
+		ret = -ENOMEM;
+		op->data = kmalloc(op->len, GFP_KERNEL_ACCOUNT);
+		if (!op->data)
+			goto fail;
+		ret = -EFAULT;
+		if (copy_from_user(op->data, u64_to_user_ptr(op->addr), op->len))
+			goto fail;
+	} else if (!small) {
 		ret = zcx_op_pin(op, ZCX_ACCESS_READ, handle);
 		if (ret)
 			goto fail;
@@ -236,47 +273,22 @@ void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 	ret = -ECONNRESET;
 	if (peer->dead)
 		goto fail_unlock;
-	list_for_each_entry(it, &peer->posted, link) {
-		if (zcx_tag_match(it, op->tag)) {
-			recv = it;
-			list_del(&recv->link);
-			break;
-		}
-	}
+	recv = zcx_take_posted(peer, op->tag);
 	if (recv) {
-		/* Small: copy under the lock, no reason to let go. */
-		if (!small)
-			mutex_unlock(&peer->match_mutex);
-		n = min(recv->len, op->len);
-		ret = zcx_copy(zcx_span_op(recv), op->region ? zcx_span_op(op) :
-			       zcx_span_user(op->addr), n, peer);
-		if (small)
-			mutex_unlock(&peer->match_mutex);
-		zcx_op_complete(recv, ret ? zcx_partner_result(ret) :
-				op->len > recv->len ? -EMSGSIZE : 0, ret ? 0 : n, op->tag);
-		zcx_op_complete(op, ret, ret ? 0 : op->len, 0);
+		mutex_unlock(&peer->match_mutex);
+		zcx_deliver(recv, op, peer);
 		return;
 	}
-
 	if (small && conn->eager < zcx_eager_credits) {
-		/* Eager: buffer the bytes, the send is done. */
-		msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);
+		/* Eager: the message takes the bytes, the send is done. */
 		ret = -ENOMEM;
+		msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);
 		if (!msg)
 			goto fail_unlock;
 		msg->len = op->len;
 		msg->tag = op->tag;
-		msg->data = op->len ? kmalloc(op->len, GFP_KERNEL_ACCOUNT) : NULL;
-		if (op->len && !msg->data) {
-			kfree(msg);
-			goto fail_unlock;
-		}
-		if (copy_from_user(msg->data, u64_to_user_ptr(op->addr), op->len)) {
-			kfree(msg->data);
-			kfree(msg);
-			ret = -EFAULT;
-			goto fail_unlock;
-		}
+		msg->data = op->data;
+		op->data = NULL;
 		kref_get(&conn->ref);
 		msg->conn = conn;
 		conn->eager++;
@@ -285,11 +297,10 @@ void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 		zcx_op_complete(op, 0, op->len, 0);
 		return;
 	}
-
-	/* Rendezvous: the receiver copies from our pinned pages later. */
-	ret = zcx_op_pin(op, ZCX_ACCESS_READ, handle);
-	if (ret)
-		goto fail_unlock;
+	/*
+	 * Rendezvous (large, or small beyond the credits): the send waits in
+	 * the queue, and completes when a receive copies from it.
+	 */
 	list_add_tail(&op->link, &peer->unexpected);
 	mutex_unlock(&peer->match_mutex);
 	return;
@@ -300,33 +311,46 @@ fail:
 	zcx_op_complete(op, ret, 0, 0);
 }
 
+/* The oldest unexpected message of @ep that receive @op matches. */
+static struct zcx_op *zcx_find_unexpected(struct zcx_ep *ep, const struct zcx_op *op)
+{
+	struct zcx_op *msg;
+
+	list_for_each_entry(msg, &ep->unexpected, link)
+		if (zcx_tag_match(op, msg->tag))
+			return msg;
+	return NULL;
+}
+
 void zcx_op_recv(struct zcx_op *op, u64 handle)
 {
 	struct zcx_ep *ep = op->ep;
-	struct zcx_op *msg = NULL, *it;
+	struct zcx_op *msg;
 	int ret;
 
-	mutex_lock(&ep->match_mutex);
-	list_for_each_entry(it, &ep->unexpected, link) {
-		if (zcx_tag_match(op, it->tag)) {
-			msg = it;
+	for (;;) {
+		mutex_lock(&ep->match_mutex);
+		msg = zcx_find_unexpected(ep, op);
+		/* A sender's pages are only copied from into pinned ones. */
+		if (msg && (msg->data || !msg->len || !op->len || op->region)) {
 			list_del(&msg->link);
 			zcx_eager_done(msg);
-			break;
+			mutex_unlock(&ep->match_mutex);
+			zcx_deliver(op, msg, msg->ep);
+			return;
+		}
+		if (!msg && (!op->len || op->region)) {
+			list_add_tail(&op->link, &ep->posted);
+			mutex_unlock(&ep->match_mutex);
+			return;
+		}
+		mutex_unlock(&ep->match_mutex);
+		ret = zcx_op_pin(op, ZCX_ACCESS_WRITE, handle);
+		if (ret) {
+			zcx_op_complete(op, ret, 0, 0);
+			return;
 		}
 	}
-	if (msg) {
-		mutex_unlock(&ep->match_mutex);
-		zcx_deliver_to_caller(op, msg);
-		return;
-	}
-	/* Nothing yet: pin the buffer so that the sender can fill it. */
-	ret = zcx_op_pin(op, ZCX_ACCESS_WRITE, handle);
-	if (!ret)
-		list_add_tail(&op->link, &ep->posted);
-	mutex_unlock(&ep->match_mutex);
-	if (ret)
-		zcx_op_complete(op, ret, 0, 0);
 }
 
 /*
@@ -368,7 +392,6 @@ struct zcx_exposed {
 	u64 len;
 	u32 rights;
 	u64 handle;
-	struct zcx_region *region;
 };
 
 static struct zcx_exposed *zcx_exposed_find_locked(struct zcx_ctx *ctx, u64 rkey)
@@ -404,9 +427,12 @@ int zcx_expose(struct zcx_ctx *ctx, struct zcx_expose *arg)
 	x->addr = arg->addr;
 	x->len = arg->length;
 	x->rights = arg->rights;
+	/*
+	 * Only the handle is kept: userspace may drop the registration's
+	 * reference, so the region is found again (slot and generation
+	 * checked) for each transfer.
+	 */
 	x->handle = reg.handle;
-	/* The registration's reference keeps the structure. */
-	x->region = ctx->slots[reg.slot];
 	spin_lock(&ctx->expose_lock);
 	do {
 		x->rkey = get_random_u64();
@@ -458,16 +484,21 @@ void zcx_exposed_destroy(struct zcx_ctx *ctx)
 
 /*
  * Resolve @rkey of @peer's context for [raddr, raddr + len) with @right
- * into a span, holding the pages busy (or, for a range that went stale,
- * the context and its mm).  Peer's match_mutex held and peer alive.
+ * into a span: the exposed region's pages, held busy, or, if the range was
+ * remapped since it was exposed, the context's mm (held, with the context
+ * busy).  Peer's match_mutex held and peer alive, so its context is too.
  */
 static int zcx_rma_target(struct zcx_ep *peer, u64 rkey, u64 raddr, u64 len, u32 right,
 			  struct zcx_span *span)
 {
+	u32 access = right == ZCX_REMOTE_WRITE ? ZCX_ACCESS_WRITE : ZCX_ACCESS_READ;
 	struct zcx_ctx *tctx = peer->ctx;
+	struct zcx_region *r = NULL;
 	struct zcx_exposed *x;
 	int ret = 0;
 
+	span->addr = raddr;
+	span->write = right == ZCX_REMOTE_WRITE;
 	spin_lock(&tctx->expose_lock);
 	x = zcx_exposed_find_locked(tctx, rkey);
 	if (!x || !(x->rights & right)) {
@@ -475,21 +506,31 @@ static int zcx_rma_target(struct zcx_ep *peer, u64 rkey, u64 raddr, u64 len, u32
 	} else if (raddr < x->addr || raddr - x->addr > x->len ||
 		   len > x->len - (raddr - x->addr)) {
 		ret = -ERANGE;
-	} else if (zcx_region_busy_get(x->region)) {
-		span->region = x->region;
-	} else if (mmget_not_zero(tctx->mm)) {
-		/* Remapped since exposed: reach the memory there now. */
-		atomic_inc(&tctx->busy);
-		span->mm = tctx->mm;
-	} else {
-		ret = -ECONNRESET;
+	} else if (len) {
+		spin_lock(&tctx->lock);
+		r = zcx_handle_lookup_locked(tctx, x->handle, raddr & PAGE_MASK,
+					     PAGE_ALIGN(raddr + len) - 1, access);
+		if (r)
+			zcx_region_busy_get_locked(r);
+		spin_unlock(&tctx->lock);
+		if (r) {
+			span->region = r;
+		} else if (mmget_not_zero(tctx->mm)) {
+			/* Remapped since exposed: reach the memory there now. */
+			atomic_inc(&tctx->busy);
+			span->mm = tctx->mm;
+		} else {
+			ret = -ECONNRESET;
+		}
 	}
 	spin_unlock(&tctx->expose_lock);
-	span->addr = raddr;
-	span->write = right == ZCX_REMOTE_WRITE;
 	return ret;
 }
 
+/*
+ * PUT or GET.  Our buffer is pinned first, so the copy never faults on
+ * our memory while it holds the peer's pages busy.
+ */
 void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 rkey,
 		u64 handle)
 {
@@ -499,25 +540,26 @@ void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 r
 	struct zcx_span remote = {};
 	int ret;
 
-	(void)handle;	/* our side is copied from or to directly */
+	ret = zcx_op_pin(op, put ? ZCX_ACCESS_READ : ZCX_ACCESS_WRITE, handle);
+	if (ret)
+		goto out;
 	mutex_lock(&peer->match_mutex);
 	ret = peer->dead ? -ECONNRESET :
 	      zcx_rma_target(peer, rkey, remote_addr, op->len,
 			     put ? ZCX_REMOTE_WRITE : ZCX_REMOTE_READ, &remote);
 	mutex_unlock(&peer->match_mutex);
-	if (ret)
+	if (ret || !op->len)
 		goto out;
 
 	if (put)
-		ret = zcx_copy(remote, zcx_span_user(op->addr), op->len, peer);
+		ret = zcx_copy(remote, zcx_span_op(op), op->len, peer);
 	else
-		ret = zcx_copy(zcx_span_user(op->addr), remote, op->len, peer);
+		ret = zcx_copy(zcx_span_op(op), remote, op->len, peer);
 	if (remote.region) {
 		zcx_region_busy_put(remote.region);
 	} else {
 		mmput(remote.mm);
-		if (atomic_dec_and_test(&tctx->busy))
-			wake_up_all(&tctx->busy_wait);
+		zcx_ctx_busy_put(tctx);
 	}
 out:
 	zcx_op_complete(op, ret, ret ? 0 : op->len, 0);

@@ -30,7 +30,6 @@
 #ifndef ZCX_H
 #define ZCX_H
 
-#include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/hashtable.h>
 #include <linux/interval_tree.h>
@@ -55,9 +54,13 @@ extern unsigned int zcx_zcopy_threshold;
 extern unsigned long zcx_cache_bytes;
 extern unsigned int zcx_eager_credits;
 extern unsigned int zcx_poll_idle_us;
+extern unsigned int zcx_max_pollers;
+extern atomic_t zcx_pollers;
 
 #define ZCX_MAX_CACHE_ENTRIES	(1U << 20)
 #define ZCX_MAX_RING_DEPTH	32768
+/* Inline messages are kmalloc()ed: keep them small. */
+#define ZCX_MAX_ZCOPY_THRESHOLD	(64 * 1024)
 #define ZCX_EVENT_COUNT		1024
 
 enum zcx_region_state {
@@ -136,15 +139,17 @@ struct zcx_region {
  * @event_wait:	read() and poll() wait here for events.
  * @reap_work:	unpins DEAD regions outside the notifier callbacks.
  * @reap_mutex:	held by whoever unpins DEAD regions.
- * @busy:	busy references on this context's regions (transfers, its
- *		own or peers'); teardown waits for zero on @busy_wait.
- * @cred:	the opener's credentials, for the polling thread.
- * @poll_memlock: RLIMIT_MEMLOCK of the opener when the polling thread
- *		started, which charges pins in its stead.
+ * @busy:	busy references on this context's regions and remote
+ *		accesses to its mm (transfers, its own or peers');
+ *		teardown waits for zero (zcx_ctx_busy_put()).
+ * @poll_memlock: RLIMIT_MEMLOCK of the process when it last created a
+ *		polled endpoint (RLIM_INFINITY with CAP_IPC_LOCK): the limit
+ *		the polling thread pins under.
  * @ep_mutex:	see the lock order above.
  * @eps:	endpoints by index, RCU-protected for lookups.
  * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL.
- * @poll_wait:	where it sleeps when idle.
+ * @poll_wait:	where it sleeps when idle ...
+ * @poll_kick:	... until this is set (ZCX_ENTER_SQ_WAKEUP).
  * @expose_lock: protects @exposed.
  * @exposed:	exposed regions by key.
  */
@@ -175,13 +180,12 @@ struct zcx_ctx {
 	struct work_struct reap_work;
 	struct mutex reap_mutex;	/* see the lock order above */
 	atomic_t busy;
-	wait_queue_head_t busy_wait;
-	const struct cred *cred;
 	unsigned long poll_memlock;
 	struct mutex ep_mutex;		/* see the lock order above */
 	struct zcx_ep __rcu *eps[ZCX_MAX_ENDPOINTS];
 	struct task_struct *poller;
 	wait_queue_head_t poll_wait;
+	bool poll_kick;
 	spinlock_t expose_lock;		/* see the lock order above */
 	DECLARE_HASHTABLE(exposed, 6);
 };
@@ -217,8 +221,9 @@ struct zcx_barrier;
  * @posted:	receives waiting for a message (struct zcx_op).
  * @unexpected:	messages waiting for a receive (struct zcx_op).
  * @conns:	connections by number (struct zcx_conn).
- * @bars:	barriers joined, by number (under ctx->ep_mutex, read under
- *		@sq_mutex).
+ * @bars:	barriers joined, by number (set under ctx->ep_mutex, read
+ *		under @sq_mutex).
+ * @bar_rounds:	arrivals at each so far (under @sq_mutex).
  */
 struct zcx_ep {
 	struct kref ref;
@@ -250,6 +255,7 @@ struct zcx_ep {
 	struct list_head unexpected;
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
+	u64 bar_rounds[ZCX_MAX_BARRIERS];
 };
 
 /**
@@ -302,6 +308,7 @@ int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg);
 int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg);
 int zcx_ep_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);
 struct zcx_ep *zcx_ep_get(struct zcx_ctx *ctx, u32 idx);
+void zcx_poller_kick(struct zcx_ctx *ctx);
 void zcx_ep_put(struct zcx_ep *ep);
 void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
 bool zcx_addr_valid(const struct zcx_addr *addr, u16 kind);
@@ -313,6 +320,7 @@ void zcx_op_recv(struct zcx_op *op, u64 handle);
 void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 rkey,
 		u64 handle);
 void zcx_ep_cancel(struct zcx_ep *ep);
+void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer);
 void zcx_conn_put(struct zcx_conn *conn);
 int zcx_expose(struct zcx_ctx *ctx, struct zcx_expose *arg);
 int zcx_unexpose(struct zcx_ctx *ctx, u64 rkey);
@@ -323,6 +331,7 @@ int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg);
 int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg);
 void zcx_op_barrier(struct zcx_op *op, u32 bar);
 void zcx_ep_leave_barriers(struct zcx_ep *ep);
+void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx);
 void zcx_bar_global_exit(void);
 
 /* context.c */
@@ -343,7 +352,10 @@ void zcx_regions_destroy(struct zcx_ctx *ctx);
 void zcx_reap_work(struct work_struct *work);
 int zcx_region_acquire(struct zcx_ctx *ctx, u64 addr, u64 len, u32 access, u64 handle,
 		       struct zcx_region **out);
-bool zcx_region_busy_get(struct zcx_region *r);
+struct zcx_region *zcx_handle_lookup_locked(struct zcx_ctx *ctx, u64 handle,
+					    unsigned long start, unsigned long last,
+					    u32 access);
+void zcx_region_busy_get_locked(struct zcx_region *r);
 void zcx_region_busy_put(struct zcx_region *r);
 int zcx_user_range(u64 addr, u64 len, unsigned long *start, unsigned long *end);
 
@@ -354,6 +366,17 @@ void zcx_event_add_locked(struct zcx_ctx *ctx, const struct zcx_region *region, 
 int zcx_status_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);
 ssize_t zcx_events_read(struct zcx_ctx *ctx, char __user *buf, size_t len, bool nonblock);
 __poll_t zcx_events_poll(struct zcx_ctx *ctx, struct file *file, poll_table *wait);
+
+/*
+ * ctx->busy counts what keeps a context's pages in use by transfers;
+ * teardown waits for zero.  wait_var_event() hashes the address only, so
+ * the waker touches nothing of the context after its decrement.
+ */
+static inline void zcx_ctx_busy_put(struct zcx_ctx *ctx)
+{
+	if (atomic_dec_and_test(&ctx->busy))
+		wake_up_var(&ctx->busy);
+}
 
 /*
  * Counters in the shared status area.  Only the kernel writes them, under

@@ -194,7 +194,8 @@ static int zcx_ring_doorbell_locked(struct zcx_ep *ep)
 	if (ep->flags & ZCX_EP_POLL) {
 		/* Tail before flags: pairs with the polling thread's barrier. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (!(__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP))
+		if (!(__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP) ||
+		    *ep->sq_tail == __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE))
 			return 0;
 		ret = zcx_enter(ep, ZCX_ENTER_SQ_WAKEUP, 0, 0);
 		return ret < 0 ? ret : 0;
