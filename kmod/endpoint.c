@@ -630,12 +630,12 @@ static int zcx_poller(void *data)
 			cond_resched();
 			continue;
 		}
+		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP);
 		/*
 		 * Flags, then a last look: a submission published after that
 		 * look sees the flag (userspace's full barrier pairs with
 		 * ours) and kicks us, so the kick check below cannot miss it.
 		 */
-		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP);
 		smp_mb();
 		if (!(alive && zcx_poll_pass_mm(ctx, &busy) && busy))
 			zcx_poll_sleep(ctx);

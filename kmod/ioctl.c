@@ -159,25 +159,35 @@ static long zcx_ioctl_mon_add(struct zcx_ctx *ctx, unsigned int cmd, void __user
 }
 
 /*
- * The transport's commands: copy in, check what every command checks
- * (reserved words), run, copy out, and undo what was made if the caller
- * cannot learn of it.  zcx_run_<name>() returns 0 or a negative errno,
- * or, for ZCX_IOC_ENTER, the count it returns to the caller.
+ * The transport's commands: copy in and check the reserved words, run,
+ * and, for commands with results, copy out, undoing what was made if the
+ * caller cannot learn of it.  zcx_run_<name>() returns 0 or a negative
+ * errno, or, for ZCX_IOC_ENTER, the count it returns to the caller.
  */
-#define ZCX_XFER_IOCTL(name, type, min_field)					\
-static long zcx_ioctl_##name(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg) \
-{										\
+#define ZCX_XFER_IOCTL_BODY(name, type)						\
 	type arg;								\
 	long ret;								\
 										\
-	ret = zcx_copy_arg_in(&arg, sizeof(arg), offsetofend(type, min_field),	\
+	ret = zcx_copy_arg_in(&arg, sizeof(arg), offsetofend(type, reserved),	\
 			      cmd, uarg);					\
 	if (ret)								\
 		return ret;							\
 	if (!zcx_reserved_is_zero(arg.reserved, ARRAY_SIZE(arg.reserved)))	\
 		return -EINVAL;							\
-	ret = zcx_run_##name(ctx, &arg);					\
-	if (ret < 0 || !zcx_out_##name)						\
+	ret = zcx_run_##name(ctx, &arg)
+
+#define ZCX_XFER_IOCTL_IN(name, type)						\
+static long zcx_ioctl_##name(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg) \
+{										\
+	ZCX_XFER_IOCTL_BODY(name, type);					\
+	return ret;								\
+}
+
+#define ZCX_XFER_IOCTL_INOUT(name, type)					\
+static long zcx_ioctl_##name(struct zcx_ctx *ctx, unsigned int cmd, void __user *uarg) \
+{										\
+	ZCX_XFER_IOCTL_BODY(name, type);					\
+	if (ret < 0)								\
 		return ret;							\
 	if (zcx_copy_arg_out(&arg, sizeof(arg), cmd, uarg)) {			\
 		zcx_undo_##name(ctx, &arg);					\
@@ -206,33 +216,20 @@ static int zcx_run_unexpose(struct zcx_ctx *ctx, struct zcx_unexpose *arg)
 #define zcx_run_expose		zcx_expose
 #define zcx_run_bar_create	zcx_bar_create
 #define zcx_run_bar_join	zcx_bar_join
-/* Which commands return results in their structure. */
-#define zcx_out_ep_create	1
-#define zcx_out_ep_destroy	0
-#define zcx_out_ep_connect	1
-#define zcx_out_enter		0
-#define zcx_out_expose		1
-#define zcx_out_unexpose	0
-#define zcx_out_bar_create	1
-#define zcx_out_bar_join	1
-/* Undoing what a command made (those without results make nothing). */
 #define zcx_undo_ep_create(ctx, arg)	zcx_ep_destroy_idx(ctx, (arg)->ep)
-#define zcx_undo_ep_destroy(ctx, arg)	do { } while (0)
 #define zcx_undo_ep_connect(ctx, arg)	zcx_ep_disconnect(ctx, (arg)->ep, (arg)->peer)
-#define zcx_undo_enter(ctx, arg)	do { } while (0)
 #define zcx_undo_expose(ctx, arg)	zcx_unexpose(ctx, (arg)->rkey)
-#define zcx_undo_unexpose(ctx, arg)	do { } while (0)
 #define zcx_undo_bar_create(ctx, arg)	zcx_bar_detach(ctx, (arg)->ep, (arg)->bar)
 #define zcx_undo_bar_join(ctx, arg)	zcx_bar_detach(ctx, (arg)->ep, (arg)->bar)
 
-ZCX_XFER_IOCTL(ep_create, struct zcx_ep_create, reserved)
-ZCX_XFER_IOCTL(ep_destroy, struct zcx_ep_destroy, reserved)
-ZCX_XFER_IOCTL(ep_connect, struct zcx_ep_connect, reserved)
-ZCX_XFER_IOCTL(enter, struct zcx_enter, reserved)
-ZCX_XFER_IOCTL(expose, struct zcx_expose, reserved)
-ZCX_XFER_IOCTL(unexpose, struct zcx_unexpose, reserved)
-ZCX_XFER_IOCTL(bar_create, struct zcx_bar_create, reserved)
-ZCX_XFER_IOCTL(bar_join, struct zcx_bar_join, reserved)
+ZCX_XFER_IOCTL_INOUT(ep_create, struct zcx_ep_create)
+ZCX_XFER_IOCTL_IN(ep_destroy, struct zcx_ep_destroy)
+ZCX_XFER_IOCTL_INOUT(ep_connect, struct zcx_ep_connect)
+ZCX_XFER_IOCTL_IN(enter, struct zcx_enter)
+ZCX_XFER_IOCTL_INOUT(expose, struct zcx_expose)
+ZCX_XFER_IOCTL_IN(unexpose, struct zcx_unexpose)
+ZCX_XFER_IOCTL_INOUT(bar_create, struct zcx_bar_create)
+ZCX_XFER_IOCTL_INOUT(bar_join, struct zcx_bar_join)
 
 long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
