@@ -33,7 +33,8 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib verbs module clean-module selftests examples bench bench-reg bench-verbs check check-quick demo \
+.PHONY: all lib verbs module clean-module selftests examples bench bench-reg bench-verbs bench-xfer \
+	check check-quick demo \
 	vm-shell ktools dkms-install clean help
 
 all: lib verbs selftests examples
@@ -48,6 +49,7 @@ help:
 	@echo "make dkms-install    install the module on this machine through DKMS"
 	@echo "make bench-reg       registration benchmark in a 6.12 guest -> results/"
 	@echo "make bench-verbs     register-per-message over Soft-RoCE -> results/"
+	@echo "make bench-xfer      latency, bandwidth, barrier vs UCX, CMA, MPI -> results/"
 
 # --- kernel module ---------------------------------------------------------
 
@@ -137,11 +139,37 @@ $(BUILD)/bench/reg_bench: $(TOP)/bench/reg_bench.c $(LIB_SO) $(LIB_HDRS)
 	$(CC) -std=gnu11 $(WARN) $(CFLAGS) $(BENCH_VERBS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx $(VERBS_LIBS)
 
+# The transport benchmark: zcx (xfer_bench) and its references, the kernel's
+# single copy and memcpy (peer_bench) and Open MPI (mpi_bench, only where
+# mpicc is installed: openmpi-bin, libopenmpi-dev).
+MPICC ?= mpicc
+HAVE_MPICC := $(shell command -v $(MPICC) 2>/dev/null)
+XFER_BENCHES := $(BUILD)/bench/xfer_bench $(BUILD)/bench/peer_bench \
+		$(if $(HAVE_MPICC),$(BUILD)/bench/mpi_bench)
+
+bench: $(XFER_BENCHES)
+
+$(BUILD)/bench/xfer_bench: $(TOP)/bench/xfer_bench.c $(TOP)/bench/xfer_common.h $(LIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
+
+$(BUILD)/bench/peer_bench: $(TOP)/bench/peer_bench.c $(TOP)/bench/xfer_common.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=gnu11 $(WARN) $(CFLAGS) $< -o $@
+
+$(BUILD)/bench/mpi_bench: $(TOP)/bench/mpi_bench.c $(TOP)/bench/xfer_common.h
+	@mkdir -p $(dir $@)
+	$(MPICC) -std=gnu11 $(WARN) $(CFLAGS) $< -o $@
+
 bench-reg:
 	$(TOP)/scripts/bench-reg.sh
 
 bench-verbs:
 	$(TOP)/scripts/bench-verbs.sh
+
+bench-xfer:
+	$(TOP)/scripts/bench-xfer.sh
 
 # --- selftests -------------------------------------------------------------
 

@@ -306,6 +306,9 @@ int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg)
 	ret = ep->dead ? -ENOENT :
 	      xa_alloc(&ep->conns, &id, conn, XA_LIMIT(0, ZCX_MAX_CONNECTIONS - 1),
 		       GFP_KERNEL_ACCOUNT);
+	/* Counted while ep_mutex holds off the shutdown that uncounts it. */
+	if (!ret)
+		zcx_conn_count(conn);
 	mutex_unlock(&ctx->ep_mutex);
 	if (ret) {
 		kfree(conn);
@@ -327,17 +330,20 @@ out_put_peer:
 void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
 {
 	struct zcx_conn *conn = NULL;
-	struct zcx_ep *ep = zcx_ep_get(ctx, ep_idx);
+	struct zcx_ep *ep;
 
-	if (!ep)
-		return;
-	/* Submissions use connections under sq_mutex, without a reference. */
-	mutex_lock(&ep->sq_mutex);
-	conn = xa_erase(&ep->conns, peer);
-	mutex_unlock(&ep->sq_mutex);
+	/* ep_mutex: a shutdown under way must not uncount it a second time. */
+	mutex_lock(&ctx->ep_mutex);
+	ep = rcu_dereference_protected(ctx->eps[ep_idx], lockdep_is_held(&ctx->ep_mutex));
+	if (ep) {
+		/* Submissions use connections under sq_mutex, without a reference. */
+		mutex_lock(&ep->sq_mutex);
+		conn = xa_erase(&ep->conns, peer);
+		mutex_unlock(&ep->sq_mutex);
+	}
+	mutex_unlock(&ctx->ep_mutex);
 	if (conn)
-		zcx_conn_put(conn);
-	zcx_ep_put(ep);
+		zcx_conn_undo(conn);
 }
 
 /* Post a completion; the room was reserved when the operation was taken. */
@@ -469,8 +475,6 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 		/* One copy of the entry: userspace may rewrite it meanwhile. */
 		memcpy(&sqe, &ep->sqes[ep->sq_head & ep->sq_mask], sizeof(sqe));
 		ep->sq_head++;
-		/* Entry read before its slot is handed back. */
-		smp_store_release(&ep->hdr->sq_head, ep->sq_head);
 		kref_get(&ep->ref);
 		op->ep = ep;
 		op->user_data = sqe.user_data;
@@ -480,6 +484,12 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 		op->tag = sqe.tag;
 		op->tag_mask = sqe.tag_mask;
 		zcx_sqe_start(ep, op, &sqe);
+		/*
+		 * Handed back once started, so that a head that caught up
+		 * with the tail means "all taken, receives posted".  Entry
+		 * read before its slot is reused: release.
+		 */
+		smp_store_release(&ep->hdr->sq_head, ep->sq_head);
 		done++;
 	}
 	return done;
@@ -506,8 +516,14 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 	}
 
 	if (ep->flags & ZCX_EP_POLL) {
-		if (arg->flags & ZCX_ENTER_SQ_WAKEUP)
+		if (arg->flags & ZCX_ENTER_SQ_WAKEUP) {
+			/*
+			 * The thread will run: no more doorbells until it
+			 * sets the flag again, before it next sleeps.
+			 */
+			WRITE_ONCE(ep->hdr->sq_flags, 0);
 			zcx_poller_kick(ctx);
+		}
 	} else if (arg->to_submit) {
 		mutex_lock(&ep->sq_mutex);
 		ret = zcx_sq_take(ep, arg->to_submit);
@@ -613,7 +629,8 @@ static void zcx_poll_sleep(struct zcx_ctx *ctx)
 static int zcx_poller(void *data)
 {
 	struct zcx_ctx *ctx = data;
-	unsigned long idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
+	u64 idle_ns = (u64)zcx_poll_idle_us * NSEC_PER_USEC;
+	u64 idle_until = ktime_get_ns() + idle_ns;
 	bool alive = true, busy;
 
 	/* The context's mmgrab() keeps the mm_struct for our use. */
@@ -622,11 +639,11 @@ static int zcx_poller(void *data)
 		WRITE_ONCE(ctx->poll_kick, false);
 		alive = alive && zcx_poll_pass_mm(ctx, &busy);
 		if (alive && busy) {
-			idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
+			idle_until = ktime_get_ns() + idle_ns;
 			cond_resched();
 			continue;
 		}
-		if (alive && time_before(jiffies, idle_until)) {
+		if (alive && ktime_get_ns() < idle_until) {
 			cond_resched();
 			continue;
 		}
@@ -640,7 +657,7 @@ static int zcx_poller(void *data)
 		if (!(alive && zcx_poll_pass_mm(ctx, &busy) && busy))
 			zcx_poll_sleep(ctx);
 		zcx_poll_set_flags(ctx, 0);
-		idle_until = jiffies + usecs_to_jiffies(zcx_poll_idle_us);
+		idle_until = ktime_get_ns() + idle_ns;
 	}
 	kthread_unuse_mm(ctx->mm);
 	return 0;

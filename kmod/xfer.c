@@ -70,9 +70,32 @@ static bool zcx_span_paged(const struct zcx_span *span)
 }
 
 /*
+ * Whether the process we copy for is gone: a polling thread (which gets no
+ * signals) holds the last reference to its address space once the
+ * process's threads have exited.
+ */
+static bool zcx_owner_gone(void)
+{
+	return (current->flags & PF_KTHREAD) && current->mm &&
+	       atomic_read(&current->mm->mm_users) <= 1;
+}
+
+/*
+ * Whether @ep is gone or going: destroyed, or its process exiting (its
+ * address space is being torn down, which comes well before the release
+ * of its descriptor).  The caller holds pages of @ep's context busy, which
+ * keeps the context and its mm_struct.
+ */
+static bool zcx_ep_gone(const struct zcx_ep *ep)
+{
+	return READ_ONCE(ep->dead) || !atomic_read(&ep->ctx->mm->mm_users);
+}
+
+/*
  * Copy @len bytes from @src to @dst.  Stops early, with ECONNRESET, when
- * @watch dies (the other process of the transfer), or with EINTR on a
- * fatal signal to the caller.  Returns 0 or a negative errno.
+ * @watch goes (the other process of the transfer), or with EINTR on a
+ * fatal signal to the caller or, for a polling thread, when its process
+ * is gone.  Returns 0 or a negative errno.
  */
 static int zcx_copy(struct zcx_span dst, struct zcx_span src, u64 len, const struct zcx_ep *watch)
 {
@@ -84,9 +107,9 @@ static int zcx_copy(struct zcx_span dst, struct zcx_span src, u64 len, const str
 
 	while (len) {
 		if (!(++pages % ZCX_COPY_BATCH)) {
-			if (fatal_signal_pending(current))
+			if (fatal_signal_pending(current) || zcx_owner_gone())
 				return -EINTR;
-			if (watch && READ_ONCE(watch->dead))
+			if (watch && zcx_ep_gone(watch))
 				return -ECONNRESET;
 			cond_resched();
 		}
@@ -218,26 +241,28 @@ static struct zcx_op *zcx_take_posted(struct zcx_ep *ep, u64 tag)
 
 /*
  * Deliver message @msg (a send, or an eager message whose bytes are in
- * msg->data) into receive @recv, and complete both.  The receive's buffer
- * is pinned unless the message is eager (then the caller is the
- * receiver, and holds nothing of the sender's while it may fault).
+ * msg->data) into receive @recv, and complete both.  The copier is the
+ * receiver (@receiver_copies) or the sender, and watches the other side,
+ * whose pages it holds busy.  The receive's buffer is pinned unless the
+ * receiver copies from a kernel buffer (then it holds nothing of the
+ * sender's while it may fault).
  */
-static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, const struct zcx_ep *watch)
+static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, bool receiver_copies)
 {
 	u64 n = min(recv->len, msg->len);
 	struct zcx_span src = msg->data ? (struct zcx_span){ .kbuf = msg->data } :
 					  zcx_span_op(msg);
 	struct zcx_span dst = recv->region ? zcx_span_op(recv) : zcx_span_user(recv->addr);
+	const struct zcx_ep *watch = receiver_copies ? (msg->data ? NULL : msg->ep) : recv->ep;
 	u64 tag = msg->tag, len = msg->len;
 	int ret = zcx_copy(dst, src, n, watch);
-	bool receiver_copied = watch == msg->ep;
 
 	/* The side that did not copy learns of the copier's death as ECONNRESET. */
-	zcx_op_complete(msg, receiver_copied ? zcx_partner_result(ret) : ret,
+	zcx_op_complete(msg, receiver_copies ? zcx_partner_result(ret) : ret,
 			ret ? 0 : len, 0);
 	if (!ret && len > recv->len)
 		ret = -EMSGSIZE;
-	else if (ret && !receiver_copied)
+	else if (ret && !receiver_copies)
 		ret = zcx_partner_result(ret);
 	zcx_op_complete(recv, ret, ret && ret != -EMSGSIZE ? 0 : n, tag);
 }
@@ -276,7 +301,7 @@ void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 	recv = zcx_take_posted(peer, op->tag);
 	if (recv) {
 		mutex_unlock(&peer->match_mutex);
-		zcx_deliver(recv, op, peer);
+		zcx_deliver(recv, op, false);
 		return;
 	}
 	if (small && conn->eager < zcx_eager_credits) {
@@ -336,7 +361,7 @@ void zcx_op_recv(struct zcx_op *op, u64 handle)
 			list_del(&msg->link);
 			zcx_eager_done(msg);
 			mutex_unlock(&ep->match_mutex);
-			zcx_deliver(op, msg, msg->ep);
+			zcx_deliver(op, msg, true);
 			return;
 		}
 		if (!msg && (!op->len || op->region)) {
@@ -351,6 +376,41 @@ void zcx_op_recv(struct zcx_op *op, u64 handle)
 			return;
 		}
 	}
+}
+
+/*
+ * A connection to @peer is going away: if it was the last, no message can
+ * come any more, and the receives posted there fail.  peer->match_mutex
+ * held; the receives are moved to @done for the caller to complete.
+ */
+static void zcx_sender_gone_locked(struct zcx_ep *peer, struct list_head *done)
+{
+	if (!--peer->senders)
+		list_splice_tail_init(&peer->posted, done);
+}
+
+/* A connection made for a caller that cannot learn of it goes again. */
+void zcx_conn_undo(struct zcx_conn *conn)
+{
+	struct zcx_op *op, *tmp;
+	LIST_HEAD(done);
+
+	mutex_lock(&conn->peer->match_mutex);
+	zcx_sender_gone_locked(conn->peer, &done);
+	mutex_unlock(&conn->peer->match_mutex);
+	list_for_each_entry_safe(op, tmp, &done, link) {
+		list_del(&op->link);
+		zcx_op_complete(op, -ECONNRESET, 0, 0);
+	}
+	zcx_conn_put(conn);
+}
+
+/* A new connection to @peer: one more endpoint that may send to it. */
+void zcx_conn_count(struct zcx_conn *conn)
+{
+	mutex_lock(&conn->peer->match_mutex);
+	conn->peer->senders++;
+	mutex_unlock(&conn->peer->match_mutex);
 }
 
 /*
@@ -369,6 +429,7 @@ void zcx_ep_cancel(struct zcx_ep *ep)
 		list_for_each_entry_safe(op, tmp, &conn->peer->unexpected, link)
 			if (op->ep == ep)
 				list_move_tail(&op->link, &done);
+		zcx_sender_gone_locked(conn->peer, &done);
 		mutex_unlock(&conn->peer->match_mutex);
 	}
 	mutex_lock(&ep->match_mutex);

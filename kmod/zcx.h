@@ -220,6 +220,8 @@ struct zcx_barrier;
  *		@match_mutex; read locklessly to cut copies short).
  * @posted:	receives waiting for a message (struct zcx_op).
  * @unexpected:	messages waiting for a receive (struct zcx_op).
+ * @senders:	connections to it from live endpoints (under @match_mutex):
+ *		when the last goes, posted receives fail.
  * @conns:	connections by number (struct zcx_conn).
  * @bars:	barriers joined, by number (set under ctx->ep_mutex, read
  *		under @sq_mutex).
@@ -253,6 +255,7 @@ struct zcx_ep {
 	bool dead;
 	struct list_head posted;
 	struct list_head unexpected;
+	unsigned int senders;
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
 	u64 bar_rounds[ZCX_MAX_BARRIERS];
@@ -322,6 +325,8 @@ void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 r
 void zcx_ep_cancel(struct zcx_ep *ep);
 void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer);
 void zcx_conn_put(struct zcx_conn *conn);
+void zcx_conn_count(struct zcx_conn *conn);
+void zcx_conn_undo(struct zcx_conn *conn);
 int zcx_expose(struct zcx_ctx *ctx, struct zcx_expose *arg);
 int zcx_unexpose(struct zcx_ctx *ctx, u64 rkey);
 void zcx_exposed_destroy(struct zcx_ctx *ctx);

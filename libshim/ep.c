@@ -18,11 +18,12 @@
 #include "zcx_internal.h"
 
 /* Polls of the CQ before sleeping; ZCX_SPIN overrides. */
-#define ZCX_SPIN_DEFAULT	2000
+#define ZCX_SPIN_DEFAULT	20000
 #define ZCX_SPIN_POLL_DEFAULT	200000
 
 struct zcx_ep {
 	struct zcx *zcx;
+	struct zcx_list link;		/* on zcx->eps */
 	uint32_t idx;
 	unsigned int flags;
 	struct zcx_addr addr;
@@ -110,6 +111,9 @@ ZCX_EXPORT int zcx_ep_create(struct zcx *zcx, unsigned int flags, unsigned int d
 	ep->spin = zcx_spin_budget(flags & ZCX_EP_POLL);
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_cond_init(&ep->reaped, NULL);
+	pthread_mutex_lock(&zcx->eps_lock);
+	zcx_list_append(&zcx->eps, &ep->link);
+	pthread_mutex_unlock(&zcx->eps_lock);
 	*out = ep;
 	return 0;
 
@@ -124,6 +128,9 @@ ZCX_EXPORT void zcx_ep_destroy(struct zcx_ep *ep)
 
 	if (!ep)
 		return;
+	pthread_mutex_lock(&ep->zcx->eps_lock);
+	zcx_list_del(&ep->link);
+	pthread_mutex_unlock(&ep->zcx->eps_lock);
 	/* In a child of fork() the endpoint is the parent's: only free ours. */
 	if (!zcx_check_owner(ep->zcx)) {
 		memset(&arg, 0, sizeof(arg));
@@ -134,6 +141,12 @@ ZCX_EXPORT void zcx_ep_destroy(struct zcx_ep *ep)
 	pthread_cond_destroy(&ep->reaped);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
+}
+
+void zcx_eps_destroy(struct zcx *zcx)
+{
+	while (!zcx_list_empty(&zcx->eps))
+		zcx_ep_destroy(zcx_list_entry(zcx->eps.next, struct zcx_ep, link));
 }
 
 ZCX_EXPORT void zcx_ep_addr(const struct zcx_ep *ep, struct zcx_addr *addr)
@@ -292,6 +305,27 @@ out:
 	return ret;
 }
 
+ZCX_EXPORT int zcx_ep_flush(struct zcx_ep *ep)
+{
+	int ret;
+
+	ret = zcx_check_owner(ep->zcx);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&ep->lock);
+	for (;;) {
+		ret = zcx_ring_doorbell_locked(ep);
+		if (ret == -EBUSY)
+			ret = -EAGAIN;	/* the CQ is full: reap first */
+		if (ret || *ep->sq_tail == __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE))
+			break;
+		/* A polling thread is on it. */
+		zcx_cpu_relax();
+	}
+	zcx_unlock(ep);
+	return ret;
+}
+
 ZCX_EXPORT int zcx_test(struct zcx_ep *ep, struct zcx_req *req)
 {
 	int ret = 0;
@@ -325,6 +359,14 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 	bool reaped = false;
 	int ret;
 
+	/* Receives riding the next doorbell must reach the module first. */
+	if (__atomic_load_n(&ep->unsubmitted, __ATOMIC_RELAXED)) {
+		pthread_mutex_lock(&ep->lock);
+		ret = zcx_ring_doorbell_locked(ep);
+		zcx_unlock(ep);
+		if (ret && ret != -EBUSY)
+			return ret;
+	}
 	while (req ? !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE) : !reaped) {
 		if (spins < ep->spin) {
 			spins++;

@@ -85,6 +85,8 @@ ZCX_EXPORT int zcx_open(struct zcx **out, unsigned int flags)
 	zcx->fork_gen = __atomic_load_n(&zcx_fork_gen, __ATOMIC_RELAXED);
 	pthread_mutex_init(&zcx->lock, NULL);
 	pthread_mutex_init(&zcx->events_lock, NULL);
+	pthread_mutex_init(&zcx->eps_lock, NULL);
+	zcx_list_init(&zcx->eps);
 	zcx->fd = open(ZCX_DEVICE_PATH, O_RDWR | O_CLOEXEC);
 	if (zcx->fd < 0) {
 		ret = -errno;
@@ -112,13 +114,19 @@ ZCX_EXPORT void zcx_close(struct zcx *zcx)
 {
 	if (!zcx)
 		return;
-	/* Closing the descriptor releases every registration at once. */
+	/*
+	 * The endpoints' ring mappings hold the descriptor open: without
+	 * them gone, closing it would release nothing.  Closing the
+	 * descriptor releases every registration at once.
+	 */
+	zcx_eps_destroy(zcx);
 	zcx_mr_cache_fini(zcx);
 	if (zcx->status)
 		munmap((void *)zcx->status, zcx->status_size);
 	close(zcx->fd);
 	pthread_mutex_destroy(&zcx->lock);
 	pthread_mutex_destroy(&zcx->events_lock);
+	pthread_mutex_destroy(&zcx->eps_lock);
 	free(zcx);
 }
 

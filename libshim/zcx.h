@@ -35,7 +35,10 @@ struct zcx;
  */
 int zcx_open(struct zcx **zcx, unsigned int flags);
 
-/* Close the handle; NULL is ignored. */
+/*
+ * Close the handle; NULL is ignored.  Endpoints still open are destroyed
+ * (their handles become invalid), registrations released.
+ */
 void zcx_close(struct zcx *zcx);
 
 /* Whether the handle belongs to the calling process: false after fork(). */
@@ -163,9 +166,15 @@ uint64_t zcx_events_head(const struct zcx *zcx);
  * With ZCX_EP_POLL a kernel thread takes submissions, so a busy endpoint
  * sends and completes with no system call at all; an idle thread sleeps
  * and the library rings the doorbell when the module asks for it.
+ *
+ * Waiting spins on the completion ring before sleeping in the module:
+ * ZCX_SPIN (environment) sets the number of polls (default 20000, 200000
+ * on a ZCX_EP_POLL endpoint); set it to 0 when a node runs more processes
+ * than CPUs, where spinning only delays the others.
  */
 struct zcx_ep;
 
+/* Zero it (or set @mr) before use: @mr is read by the call. */
 struct zcx_req {
 	struct zcx_mr *mr;	/* in, optional */
 	int status;		/* out */
@@ -197,7 +206,13 @@ int zcx_ep_connect(struct zcx_ep *ep, const struct zcx_addr *addr, uint32_t *pee
 
 /*
  * Tagged messages.  A receive takes the oldest message (in order per
- * sender) whose tag equals @tag in the bits set in @mask.
+ * sender) whose tag equals @tag in the bits set in @mask.  Without a
+ * polling thread, a receive reaches the module with the endpoint's next
+ * system call (the next send, zcx_test() or zcx_wait()), which saves one
+ * per message in a ping-pong; zcx_ep_flush() posts it at once.  A
+ * message longer than the buffer fills it and completes the receive with
+ * -EMSGSIZE (the send completes with 0).  A posted receive completes with
+ * -ECONNRESET when the last endpoint connected to this one goes away.
  */
 int zcx_isend(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
 	      uint64_t tag, struct zcx_req *req);
@@ -246,6 +261,14 @@ int zcx_barrier(struct zcx_ep *ep, uint32_t bar);
  */
 int zcx_test(struct zcx_ep *ep, struct zcx_req *req);
 int zcx_wait(struct zcx_ep *ep, struct zcx_req *req);
+
+/*
+ * Return once the module has started every operation submitted so far on
+ * @ep: receives are posted, sends matched or queued at their peer (with a
+ * polling thread, this waits for it).  -EAGAIN if the completion ring is
+ * full: complete requests first.
+ */
+int zcx_ep_flush(struct zcx_ep *ep);
 
 /*
  * System calls the library made on this endpoint (doorbells and waits):

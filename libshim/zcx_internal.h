@@ -59,11 +59,16 @@ struct zcx {
 	struct zcx_mr_cache cache;
 	pthread_mutex_t events_lock;	/* event draining */
 	uint64_t event_next;		/* next event of the ring to deliver */
+	pthread_mutex_t eps_lock;	/* @eps */
+	struct zcx_list eps;		/* endpoints, destroyed by zcx_close() */
 };
 
 /* zcx.c */
 int zcx_ioctl(const struct zcx *zcx, unsigned long cmd, void *arg);
 int zcx_check_owner(const struct zcx *zcx);
+
+/* ep.c */
+void zcx_eps_destroy(struct zcx *zcx);
 
 /* mr.c */
 int zcx_mr_cache_init(struct zcx *zcx);

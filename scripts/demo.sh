@@ -17,4 +17,16 @@ exec "$top/scripts/vm-run.sh" --kernel "$kernel" --module tree --cmd '
 	build/examples/zcx_info
 	echo "== build/examples/zcx_regcache"
 	build/examples/zcx_regcache
+	echo "== build/examples/zcx_pingpong (forked, addresses through pipes)"
+	build/examples/zcx_pingpong
+	echo "== build/examples/zcx_pingpong -p (polling endpoints)"
+	build/examples/zcx_pingpong -p
+	echo "== zcx_pingpong -s FILE & zcx_pingpong -c FILE (launched separately)"
+	rm -f /tmp/zcx-pingpong.addr*
+	build/examples/zcx_pingpong -s /tmp/zcx-pingpong.addr > /tmp/zcx-pingpong.out &
+	build/examples/zcx_pingpong -c /tmp/zcx-pingpong.addr
+	wait $!
+	tail -n 2 /tmp/zcx-pingpong.out
+	echo "== build/examples/zcx_barrier -n 4"
+	build/examples/zcx_barrier -n 4
 '

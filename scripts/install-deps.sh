@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# install-deps.sh [--bench] - install the Debian packages that building and
-# testing zcx need (with --bench, also those the benchmarks compare against),
+# install-deps.sh [--bench] [--debug-kernel] - install the Debian packages
+# that building and testing zcx need (with --bench, also those the benchmarks
+# compare against; with --debug-kernel, what building a kernel needs),
 # if any is missing (needs root for that).  Output goes to build/logs/apt.log;
 # quiet when everything is present.
 set -euo pipefail
@@ -15,10 +16,15 @@ packages=(
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
 )
-if [ "${1:-}" = --bench ]; then
+for group in "$@"; do
+	case $group in
 	# Peers measured beside zcx: UCX, Open MPI; strace counts their syscalls.
-	packages+=(ucx-utils openmpi-bin libopenmpi-dev strace)
-fi
+	--bench) packages+=(ucx-utils openmpi-bin libopenmpi-dev strace) ;;
+	# Building the debug kernel (scripts/debug-kernel.sh).
+	--debug-kernel) packages+=(flex bison bc libelf-dev libssl-dev) ;;
+	*) echo "install-deps: unknown option $group" >&2; exit 2 ;;
+	esac
+done
 
 missing=()
 for pkg in "${packages[@]}"; do

@@ -241,4 +241,27 @@ static inline const char *zcx_test_census_diff(const struct zcx_test_census *bef
 	return NULL;
 }
 
+#include <time.h>
+
+/*
+ * Wait until the census is back at @before, polling every 10 ms for at
+ * most @ms milliseconds: unpinning after an invalidation, a close or a
+ * process's exit is deferred to a workqueue.  NULL once everything is
+ * back, else what still differs.
+ */
+static inline const char *zcx_test_census_settle(const struct zcx_test_census *before,
+						 unsigned int ms)
+{
+	struct timespec tick = { 0, 10 * 1000 * 1000 };
+	const char *diff;
+	unsigned int waited;
+
+	for (waited = 0;; waited += 10) {
+		diff = zcx_test_census_diff(before);
+		if (!diff || waited >= ms)
+			return diff;
+		nanosleep(&tick, NULL);
+	}
+}
+
 #endif /* ZCX_TEST_H */

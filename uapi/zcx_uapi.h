@@ -362,8 +362,9 @@ struct zcx_event {
  * Ordering, as in io_uring:
  *  - SQ: userspace writes entries, then stores sq_tail with release.  The
  *    kernel loads sq_tail with acquire, reads the entries, and stores
- *    sq_head with release once it no longer needs them: entries before
- *    sq_head may be reused.
+ *    sq_head with release once it started them: entries before sq_head
+ *    may be reused, and their operations are under way (a receive is
+ *    posted, a send matched or queued at its peer).
  *  - CQ: the kernel writes entries, then stores cq_tail with release.
  *    Userspace loads cq_tail with acquire, reads the entries, then stores
  *    cq_head with release.
@@ -371,6 +372,8 @@ struct zcx_event {
  *    and loads sq_flags.  Without a polling thread (ZCX_EP_POLL), or when
  *    ZCX_SQ_NEED_WAKEUP is set, it calls ZCX_IOC_ENTER; otherwise the
  *    polling thread will see the entries and no system call is needed.
+ *    ZCX_ENTER_SQ_WAKEUP clears ZCX_SQ_NEED_WAKEUP: the thread is on its
+ *    way, and sets it again before it next sleeps.
  *
  * The completion ring never overflows: the kernel takes a submission only
  * while the completions it owes plus those unread fit in the CQ.  When
@@ -576,6 +579,8 @@ struct zcx_enter {
  *		find or make one in its cache.  A stale handle is ignored.
  *
  * Messages between two endpoints are matched in the order they were sent.
+ * A posted receive completes with ECONNRESET when the last endpoint
+ * connected to its endpoint goes away (no message can come any more).
  * A message shorter than zcopy_threshold is copied inline and its send
  * completes at once (within eager_credits); a larger one is copied once,
  * from the sender's pinned pages or memory straight into the receiver's,
@@ -606,7 +611,8 @@ struct zcx_sqe {
  *		EFAULT		the local buffer is not valid memory;
  *		ECONNRESET	the peer or a barrier member went away;
  *		EMSGSIZE	RECV: the message was longer than the buffer
- *				(@len bytes of it were delivered);
+ *				(@len bytes of it were delivered; the send
+ *				completes with 0);
  *		EACCES		PUT, GET: no such key, revoked, or rights lack;
  *		ERANGE		PUT, GET: outside the exposed region;
  *		EINTR		the copy was cut short by a fatal signal;

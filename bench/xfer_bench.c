@@ -1,0 +1,594 @@
+// SPDX-License-Identifier: MIT
+/*
+ * xfer_bench - zcx transfers between processes on one node: ping-pong
+ * latency, streaming bandwidth and barrier latency, each with endpoints in
+ * "enter" mode (the library rings the doorbell with ZCX_IOC_ENTER) and in
+ * "poll" mode (ZCX_EP_POLL: a kernel thread takes submissions).
+ *
+ * lat  two processes pinned to different CPUs; the initiator posts the
+ *      receive of the answer, sends, and waits; the responder always has
+ *      the receive of the next message posted before it answers.  Value:
+ *      half the round trip.  The data of every size is checked once first.
+ * bw   windows of BW_WINDOW non-blocking sends answered by an 8-byte
+ *      acknowledgement; the receiver posts the window's receives first.
+ * bar  N processes (forked; each opens its own context and endpoint, the
+ *      first creates the barrier, the others join with its address) run
+ *      zcx_barrier() until the first says stop; value: rank 0's mean.
+ *
+ * Structural rows: system calls per message from zcx_ep_syscalls() of
+ * both sides over the timed runs; bytes copied per message from the
+ * design: once at and above zcopy_threshold (pinned pages to pinned
+ * pages) and once below it as well, because every receive here is posted
+ * before its message arrives (an inline message that finds no receive is
+ * copied twice: into the kernel, then out).
+ *
+ * Usage: xfer_bench [-m enter|poll|both] [-T lat,bw,bar] [-r REPS] [-t MS]
+ *                   [-N MAXPROCS]
+ * Defaults: both modes, all tests, 3 repetitions, 200 ms per measurement,
+ * barriers of 2, 4, 8 and 16 processes.  Prints the CSV rows described in
+ * xfer_common.h, system "zcx-enter" or "zcx-poll".
+ */
+#define _GNU_SOURCE
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/wait.h>
+
+#include "zcx.h"
+#include "xfer_common.h"
+
+#define TAG_PING	1
+#define TAG_PONG	2
+#define TAG_DATA	3
+#define TAG_ACK		4
+#define ALL_BITS	(~0ULL)
+
+#define MAX_PROCS	64
+#define MAX_REPS	32
+
+enum { CMD_QUIT, CMD_LAT, CMD_CHECK, CMD_BW };
+
+/* What the initiator asks the responder to do, in a shared page. */
+struct ctl {
+	int cmd;
+	size_t len;
+	long iters;		/* round trips, or windows */
+	uint64_t syscalls;	/* out: the responder's, during the command */
+};
+
+static const char *sysname;
+static unsigned int ep_flags;
+
+static void fail(const char *who, const char *what, int err)
+{
+	fprintf(stderr, "xfer_bench (%s): %s: %s\n", who, what, zcx_strerror(err));
+	exit(1);
+}
+
+static void xwrite(int fd, const void *p, size_t n)
+{
+	if (write(fd, p, n) != (ssize_t)n) {
+		perror("xfer_bench: pipe write");
+		exit(1);
+	}
+}
+
+static void xread(int fd, void *p, size_t n)
+{
+	if (read(fd, p, n) != (ssize_t)n) {
+		fprintf(stderr, "xfer_bench: the peer process went away\n");
+		exit(1);
+	}
+}
+
+/* Byte k of message @seq of @len bytes: easy to check, different each time. */
+static inline unsigned char pattern(size_t k, size_t len, long seq)
+{
+	return (unsigned char)(k * 7 + len + (size_t)seq * 13);
+}
+
+static void fill(unsigned char *p, size_t len, long seq)
+{
+	size_t k;
+
+	for (k = 0; k < len; k++)
+		p[k] = pattern(k, len, seq);
+}
+
+static void check(const char *who, const unsigned char *p, size_t len, long seq)
+{
+	size_t k;
+
+	for (k = 0; k < len; k++) {
+		if (p[k] != pattern(k, len, seq)) {
+			fprintf(stderr, "xfer_bench (%s): %zu-byte message %ld: byte %zu is %u, "
+				"expected %u\n", who, len, seq, k, p[k], pattern(k, len, seq));
+			exit(1);
+		}
+	}
+}
+
+static void wait_ok(struct zcx_ep *ep, struct zcx_req *req, size_t len, const char *who)
+{
+	int ret = zcx_wait(ep, req);
+
+	if (ret)
+		fail(who, "zcx_wait", ret);
+	if (req->status)
+		fail(who, "completion", req->status);
+	if (req->len != len) {
+		fprintf(stderr, "xfer_bench (%s): %zu bytes completed, expected %zu\n",
+			who, req->len, len);
+		exit(1);
+	}
+}
+
+/* A context and an endpoint of the mode under test, opened in this process. */
+static struct zcx_ep *open_ep(struct zcx **zcx, const char *who)
+{
+	struct zcx_ep *ep;
+	int ret;
+
+	ret = zcx_open(zcx, 0);
+	if (ret)
+		fail(who, "zcx_open", ret);
+	ret = zcx_ep_create(*zcx, ep_flags, 0, &ep);
+	if (ret)
+		fail(who, "zcx_ep_create", ret);
+	return ep;
+}
+
+/* --- two processes: latency and bandwidth ---------------------------------- */
+
+static void responder(struct ctl *ctl, int go, int done, int addr_out, int addr_in)
+{
+	static struct zcx_req req[BW_WINDOW];
+	unsigned char *buf = xfer_buf(MAX_MSG, 'b');
+	struct zcx_addr mine, theirs;
+	struct zcx_ep *ep;
+	struct zcx *zcx;
+	uint32_t peer;
+	uint64_t ack = 0;
+	char c;
+	int ret;
+
+	pin_cpu(1);
+	ep = open_ep(&zcx, "responder");
+	zcx_ep_addr(ep, &mine);
+	xwrite(addr_out, &mine, sizeof(mine));
+	xread(addr_in, &theirs, sizeof(theirs));
+	ret = zcx_ep_connect(ep, &theirs, &peer);
+	if (ret)
+		fail("responder", "zcx_ep_connect", ret);
+	xwrite(done, "c", 1);
+
+	for (;;) {
+		uint64_t s0;
+		size_t len;
+		long i, n;
+
+		xread(go, &c, 1);
+		len = ctl->len;
+		n = ctl->iters;
+		s0 = zcx_ep_syscalls(ep);
+		switch (ctl->cmd) {
+		case CMD_QUIT:
+			zcx_ep_destroy(ep);
+			zcx_close(zcx);
+			_exit(0);
+		case CMD_LAT:
+		case CMD_CHECK:
+			/*
+			 * Message i lands in half i & 1 of the buffer and is
+			 * answered from there; the receive of message i + 1
+			 * (other half) is posted before the answer goes out.
+			 */
+			ret = zcx_irecv(ep, buf, len, TAG_PING, ALL_BITS, &req[0]);
+			if (ret)
+				fail("responder", "zcx_irecv", ret);
+			for (i = 0; i < n; i++) {
+				unsigned char *rx = buf + (i & 1) * (MAX_MSG / 2);
+
+				wait_ok(ep, &req[i & 1], len, "responder");
+				if (ctl->cmd == CMD_CHECK) {
+					check("responder", rx, len, 2 * i);
+					fill(rx, len, 2 * i + 1);
+				}
+				if (i + 1 < n) {
+					ret = zcx_irecv(ep, buf + ((i + 1) & 1) * (MAX_MSG / 2), len,
+							TAG_PING, ALL_BITS, &req[(i + 1) & 1]);
+					if (ret)
+						fail("responder", "zcx_irecv", ret);
+				}
+				ret = zcx_send(ep, peer, rx, len, TAG_PONG);
+				if (ret)
+					fail("responder", "zcx_send", ret);
+			}
+			break;
+		case CMD_BW:
+			for (i = 0; i < n; i++) {
+				int k;
+
+				for (k = 0; k < BW_WINDOW; k++) {
+					ret = zcx_irecv(ep, buf, len, TAG_DATA, ALL_BITS, &req[k]);
+					if (ret)
+						fail("responder", "zcx_irecv", ret);
+				}
+				for (k = 0; k < BW_WINDOW; k++)
+					wait_ok(ep, &req[k], len, "responder");
+				ret = zcx_send(ep, peer, &ack, sizeof(ack), TAG_ACK);
+				if (ret)
+					fail("responder", "zcx_send", ret);
+			}
+			break;
+		}
+		ctl->syscalls = zcx_ep_syscalls(ep) - s0;
+		xwrite(done, "d", 1);
+	}
+}
+
+struct pair {
+	struct ctl *ctl;
+	int go, done;
+	pid_t pid;
+	struct zcx *zcx;
+	struct zcx_ep *ep;
+	uint32_t peer;
+	unsigned char *buf;
+	uint64_t syscalls;	/* both sides, last command */
+};
+
+static void pair_start(struct pair *p)
+{
+	int go[2], done[2], a2b[2], b2a[2], ret;
+	struct zcx_addr mine, theirs;
+	char c;
+
+	if (pipe(go) || pipe(done) || pipe(a2b) || pipe(b2a)) {
+		perror("pipe");
+		exit(1);
+	}
+	p->ctl = xfer_shared(sizeof(*p->ctl));
+	fflush(stdout);
+	p->pid = fork();
+	if (p->pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (p->pid == 0) {
+		close(go[1]);
+		close(done[0]);
+		close(a2b[1]);
+		close(b2a[0]);
+		responder(p->ctl, go[0], done[1], b2a[1], a2b[0]);
+	}
+	close(go[0]);
+	close(done[1]);
+	close(a2b[0]);
+	close(b2a[1]);
+	p->go = go[1];
+	p->done = done[0];
+	pin_cpu(0);
+	p->buf = xfer_buf(MAX_MSG, 'a');
+	p->ep = open_ep(&p->zcx, "initiator");
+	zcx_ep_addr(p->ep, &mine);
+	xwrite(a2b[1], &mine, sizeof(mine));
+	xread(b2a[0], &theirs, sizeof(theirs));
+	ret = zcx_ep_connect(p->ep, &theirs, &p->peer);
+	if (ret)
+		fail("initiator", "zcx_ep_connect", ret);
+	xread(p->done, &c, 1);	/* the responder is connected too */
+	close(a2b[1]);
+	close(b2a[0]);
+}
+
+static void pair_stop(struct pair *p)
+{
+	p->ctl->cmd = CMD_QUIT;
+	xwrite(p->go, "g", 1);
+	waitpid(p->pid, NULL, 0);
+	close(p->go);
+	close(p->done);
+	zcx_ep_destroy(p->ep);
+	zcx_close(p->zcx);
+	munmap(p->buf, MAX_MSG);
+	munmap(p->ctl, sizeof(*p->ctl));
+}
+
+/* Run @cmd on both sides; returns the initiator's elapsed ns. */
+static unsigned long long pair_run(struct pair *p, int cmd, size_t len, long n)
+{
+	static struct zcx_req req[BW_WINDOW];
+	unsigned long long t0, t;
+	uint64_t ack, s0;
+	long i;
+	int k, ret;
+	char c;
+
+	p->ctl->cmd = cmd;
+	p->ctl->len = len;
+	p->ctl->iters = n;
+	xwrite(p->go, "g", 1);
+	s0 = zcx_ep_syscalls(p->ep);
+	t0 = now_ns();
+	for (i = 0; i < n; i++) {
+		switch (cmd) {
+		case CMD_LAT:
+		case CMD_CHECK:
+			if (cmd == CMD_CHECK)
+				fill(p->buf, len, 2 * i);
+			ret = zcx_irecv(p->ep, p->buf + MAX_MSG / 2,
+					len, TAG_PONG, ALL_BITS, &req[0]);
+			if (ret)
+				fail("initiator", "zcx_irecv", ret);
+			ret = zcx_send(p->ep, p->peer, p->buf, len, TAG_PING);
+			if (ret)
+				fail("initiator", "zcx_send", ret);
+			wait_ok(p->ep, &req[0], len, "initiator");
+			if (cmd == CMD_CHECK)
+				check("initiator", p->buf + MAX_MSG / 2, len, 2 * i + 1);
+			break;
+		case CMD_BW:
+			for (k = 0; k < BW_WINDOW; k++) {
+				ret = zcx_isend(p->ep, p->peer, p->buf, len, TAG_DATA, &req[k]);
+				if (ret)
+					fail("initiator", "zcx_isend", ret);
+			}
+			for (k = 0; k < BW_WINDOW; k++)
+				wait_ok(p->ep, &req[k], len, "initiator");
+			ret = (int)zcx_recv(p->ep, &ack, sizeof(ack), TAG_ACK, ALL_BITS, NULL);
+			if (ret != (int)sizeof(ack))
+				fail("initiator", "zcx_recv (ack)", ret < 0 ? ret : -EPROTO);
+			break;
+		}
+	}
+	t = now_ns() - t0;
+	s0 = zcx_ep_syscalls(p->ep) - s0;
+	xread(p->done, &c, 1);
+	p->syscalls = s0 + p->ctl->syscalls;
+	return t;
+}
+
+static void bench_lat(struct pair *p, int reps, unsigned long long target)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < NLAT; i++) {
+		size_t len = lat_sizes[i];
+		uint64_t calls = 0;
+		long n, total = 0;
+
+		pair_run(p, CMD_CHECK, len, 3);
+		n = xfer_iters(pair_run(p, CMD_LAT, len, 20), 20, target, 20);
+		for (r = 1; r <= reps; r++) {
+			xfer_row(sysname, "lat", len, r,
+				 (double)pair_run(p, CMD_LAT, len, n) / (2.0 * n));
+			calls += p->syscalls;
+			total += 2 * n;
+		}
+		xfer_row(sysname, "syscalls", len, 0, (double)calls / total);
+		/* Receives are always posted first: one copy, inline or not. */
+		xfer_row(sysname, "copies", len, 0, 1);
+	}
+}
+
+static void bench_bw(struct pair *p, int reps, unsigned long long target)
+{
+	size_t i;
+	int r;
+
+	for (i = 0; i < NBW; i++) {
+		size_t len = bw_sizes[i];
+		uint64_t calls = 0;
+		long n, total = 0;
+
+		n = xfer_iters(pair_run(p, CMD_BW, len, 1), 1, target, 1);
+		for (r = 1; r <= reps; r++) {
+			unsigned long long t = pair_run(p, CMD_BW, len, n);
+
+			xfer_row(sysname, "bw", len, r, (double)len * BW_WINDOW * n / (t / 1e9) / 1e6);
+			calls += p->syscalls;
+			total += BW_WINDOW * n;
+		}
+		xfer_row(sysname, "bw_syscalls", len, 0, (double)calls / total);
+	}
+}
+
+/* --- N processes: barrier -------------------------------------------------- */
+
+struct bar_shared {
+	_Atomic long stop_at[MAX_REPS + 1];	/* phase p ends after barrier stop_at[p] */
+	uint64_t syscalls[MAX_PROCS];
+};
+
+static void bar_fail(int rank, const char *what, int err)
+{
+	char who[32];
+
+	snprintf(who, sizeof(who), "barrier rank %d", rank);
+	fail(who, what, err);
+}
+
+/*
+ * Run phases 0 (warm-up) to @reps.  Rank 0 decides when a phase ends: it
+ * sets stop_at[p] two barriers ahead of its own count, which no rank has
+ * passed yet (nobody completes barrier c + 1 before rank 0 arrives at it).
+ */
+static void bar_member(struct zcx_ep *ep, uint32_t bar, struct bar_shared *sh, int rank,
+		       int reps, unsigned long long target, double *ns)
+{
+	long count = 0, begin = 0;
+	uint64_t s0 = 0;
+	int p, ret;
+
+	for (p = 0; p <= reps; p++) {
+		unsigned long long t0 = now_ns();
+
+		if (p == 1)
+			s0 = zcx_ep_syscalls(ep);
+		for (;;) {
+			ret = zcx_barrier(ep, bar);
+			if (ret)
+				bar_fail(rank, "zcx_barrier", ret);
+			count++;
+			if (rank == 0 && !atomic_load(&sh->stop_at[p]) &&
+			    count - begin >= 10 && (p == 0 || now_ns() - t0 >= target))
+				atomic_store(&sh->stop_at[p], count + 2);
+			if (count == atomic_load(&sh->stop_at[p]))
+				break;
+		}
+		if (rank == 0 && p > 0)
+			ns[p] = (double)(now_ns() - t0) / (count - begin);
+		begin = count;
+	}
+	sh->syscalls[rank] = zcx_ep_syscalls(ep) - s0;
+}
+
+static void bench_bar(int nprocs, int reps, unsigned long long target)
+{
+	struct bar_shared *sh = xfer_shared(sizeof(*sh));
+	double ns[MAX_REPS + 1];
+	struct zcx_addr addr;
+	struct zcx_ep *ep;
+	struct zcx *zcx;
+	pid_t pids[MAX_PROCS];
+	uint64_t calls = 0;
+	int hold[2], rank, r, ret;
+	uint32_t bar;
+
+	if (pipe(hold)) {
+		perror("pipe");
+		exit(1);
+	}
+	ep = open_ep(&zcx, "barrier rank 0");
+	ret = zcx_barrier_create(ep, nprocs, &addr, &bar);
+	if (ret)
+		bar_fail(0, "zcx_barrier_create", ret);
+	fflush(stdout);
+	for (rank = 1; rank < nprocs; rank++) {
+		pids[rank] = fork();
+		if (pids[rank] < 0) {
+			perror("fork");
+			exit(1);
+		}
+		if (pids[rank] == 0) {
+			struct zcx *mine;
+			struct zcx_ep *myep;
+			uint32_t mybar;
+			char c;
+
+			close(hold[1]);
+			myep = open_ep(&mine, "barrier member");
+			ret = zcx_barrier_join(myep, &addr, &mybar);
+			if (ret)
+				bar_fail(rank, "zcx_barrier_join", ret);
+			bar_member(myep, mybar, sh, rank, reps, target, ns);
+			/* Stay until rank 0 is through: leaving breaks the barrier. */
+			if (read(hold[0], &c, 1) < 0)
+				_exit(1);
+			zcx_ep_destroy(myep);
+			zcx_close(mine);
+			_exit(0);
+		}
+	}
+	close(hold[0]);
+	bar_member(ep, bar, sh, 0, reps, target, ns);
+	close(hold[1]);
+	for (rank = 1; rank < nprocs; rank++) {
+		int status;
+
+		if (waitpid(pids[rank], &status, 0) != pids[rank] || !WIFEXITED(status) ||
+		    WEXITSTATUS(status))
+			fprintf(stderr, "xfer_bench: barrier rank %d failed\n", rank);
+	}
+	for (r = 1; r <= reps; r++)
+		xfer_row(sysname, "bar", nprocs, r, ns[r]);
+	for (rank = 0; rank < nprocs; rank++)
+		calls += sh->syscalls[rank];
+	xfer_row(sysname, "bar_syscalls", nprocs, 0, (double)calls / nprocs /
+		 (atomic_load(&sh->stop_at[reps]) - atomic_load(&sh->stop_at[0])));
+	zcx_ep_destroy(ep);
+	zcx_close(zcx);
+	munmap(sh, sizeof(*sh));
+}
+
+/* --- main ------------------------------------------------------------------ */
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: xfer_bench [-m enter|poll|both] [-T lat,bw,bar] [-r REPS] "
+		"[-t MS] [-N MAXPROCS]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long target = 200 * 1000000ULL;
+	const char *modes = "both", *tests = "lat,bw,bar";
+	int reps = 3, maxprocs = 16, opt, m, n, ret;
+	struct zcx_query q;
+	struct zcx *zcx;
+
+	while ((opt = getopt(argc, argv, "m:T:r:t:N:h")) != -1) {
+		switch (opt) {
+		case 'm':
+			modes = optarg;
+			break;
+		case 'T':
+			tests = optarg;
+			break;
+		case 'r':
+			reps = atoi(optarg);
+			break;
+		case 't':
+			target = strtoull(optarg, NULL, 0) * 1000000ULL;
+			break;
+		case 'N':
+			maxprocs = atoi(optarg);
+			break;
+		default:
+			usage();
+		}
+	}
+	if (reps < 1 || reps > MAX_REPS || maxprocs < 2 || maxprocs > MAX_PROCS)
+		usage();
+	/* A responder that dies must not kill us through a pipe write. */
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	ret = zcx_open(&zcx, 0);
+	if (ret)
+		fail("main", "zcx_open", ret);
+	ret = zcx_query(zcx, &q);
+	if (ret)
+		fail("main", "zcx_query", ret);
+	zcx_close(zcx);
+	if (!(q.features & ZCX_FEATURE_TRANSPORT))
+		fail("main", "the module has no transport", -ENOTTY);
+
+	printf("system,test,param,rep,value\n");
+	printf("zcx,threshold,%u,0,%u\n", q.zcopy_threshold, q.zcopy_threshold);
+	for (m = 0; m < 2; m++) {
+		if (m == 0 && strcmp(modes, "enter") && strcmp(modes, "both"))
+			continue;
+		if (m == 1 && strcmp(modes, "poll") && strcmp(modes, "both"))
+			continue;
+		sysname = m ? "zcx-poll" : "zcx-enter";
+		ep_flags = m ? ZCX_EP_POLL : 0;
+		if (strstr(tests, "lat") || strstr(tests, "bw")) {
+			struct pair p;
+
+			pair_start(&p);
+			if (strstr(tests, "lat"))
+				bench_lat(&p, reps, target);
+			if (strstr(tests, "bw"))
+				bench_bw(&p, reps, target);
+			pair_stop(&p);
+		}
+		if (strstr(tests, "bar"))
+			for (n = 2; n <= maxprocs; n *= 2)
+				bench_bar(n, reps, target);
+	}
+	return 0;
+}

@@ -1,0 +1,450 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * zcx_barrier_test - barriers across processes: groups of 2, 3, 8 and 64
+ * processes pass 10,000 rounds each (ZCX_BARRIER_ROUNDS overrides the
+ * count), checked every round; a member that leaves (exit, SIGKILL,
+ * destroyed endpoint, closed handle) breaks the barrier and the others
+ * get -ECONNRESET instead of hanging; the create/join rules.
+ *
+ * Every member is a forked process with its own handle and endpoint; with
+ * more members than CPUs they wait without spinning (ZCX_SPIN=0).
+ * Round check: before arriving at round r a member writes r + 1 into its
+ * slot of a shared array; after the barrier every slot must hold r + 1
+ * (or r + 2, from a member already past the barrier): a barrier that let
+ * anyone through early, or let anyone run two rounds ahead, shows.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+
+#include "kselftest_harness.h"
+#include "zcx_test.h"
+#include "zcx_xfer.h"
+
+#define MAX_MEMBERS	64
+
+static unsigned int rounds(void)
+{
+	const char *env = getenv("ZCX_BARRIER_ROUNDS");
+
+	return env && atoi(env) > 0 ? (unsigned int)atoi(env) : 10000;
+}
+
+/*
+ * A group of forked members.  Member 0 creates the barrier and publishes
+ * its address in shared memory; the others are forked after that and
+ * join.  Everyone reports "ready" on a pipe and waits for the parent's
+ * "go" so that no one arrives before all joined.
+ */
+struct group {
+	unsigned int n;
+	pid_t pid[MAX_MEMBERS];
+	/* Shared with the members. */
+	struct shared {
+		struct zcx_addr addr;
+		uint64_t slot[MAX_MEMBERS];
+	} *sh;
+	int ready[2], go[2], finish[2];
+};
+
+struct member {
+	struct zcx *zcx;
+	struct zcx_ep *ep;
+	uint32_t bar;
+	unsigned int me;
+};
+
+typedef int (*member_fn)(struct group *g, struct member *m, void *arg);
+
+static int member_setup(struct group *g, struct member *m)
+{
+	int ret;
+
+	ret = zcx_open(&m->zcx, 0);
+	if (!ret)
+		ret = zcx_ep_create(m->zcx, 0, 16, &m->ep);
+	if (!ret && m->me == 0)
+		ret = zcx_barrier_create(m->ep, g->n, &g->sh->addr, &m->bar);
+	if (!ret && m->me != 0)
+		ret = zcx_barrier_join(m->ep, &g->sh->addr, &m->bar);
+	if (ret)
+		fprintf(stderr, "# member %u: setting up: %s\n", m->me, zcx_strerror(ret));
+	return ret;
+}
+
+static void member_main(struct group *g, unsigned int me, pid_t parent, member_fn fn, void *arg)
+{
+	struct member m = { .me = me };
+	char c = 0;
+	int ret;
+
+	xdie_with_parent(parent);
+	/*
+	 * More members than CPUs: a member spinning for its completion only
+	 * keeps the ones it waits for off the CPU.  Sleep at once.
+	 */
+	if (g->n > sysconf(_SC_NPROCESSORS_ONLN))
+		setenv("ZCX_SPIN", "0", 1);
+	close(g->ready[0]);
+	close(g->go[1]);
+	close(g->finish[1]);
+	if (member_setup(g, &m))
+		_exit(100);
+	if (xwrite(g->ready[1], &c, 1) || xread(g->go[0], &c, 1))
+		_exit(101);
+	ret = fn(g, &m, arg);
+	if (m.ep)
+		zcx_ep_destroy(m.ep);
+	if (m.zcx)
+		zcx_close(m.zcx);
+	_exit(ret);
+}
+
+/* Fork the members, let them set up, release them: 0 or -1. */
+static int group_start(struct group *g, unsigned int n, member_fn fn, void *arg)
+{
+	pid_t parent = getpid();
+	unsigned int i;
+	char c;
+
+	memset(g, 0, sizeof(*g));
+	g->n = n;
+	g->sh = xmap_shared(sizeof(*g->sh));
+	if (!g->sh || pipe(g->ready) || pipe(g->go) || pipe(g->finish))
+		return -1;
+	fflush(NULL);
+	for (i = 0; i < n; i++) {
+		g->pid[i] = fork();
+		if (g->pid[i] < 0)
+			return -1;
+		if (g->pid[i] == 0)
+			member_main(g, i, parent, fn, arg);
+		/* The others need member 0's address: wait until it made it. */
+		if (i == 0 && xread(g->ready[0], &c, 1))
+			return -1;
+	}
+	for (i = 1; i < n; i++)
+		if (xread(g->ready[0], &c, 1))
+			return -1;
+	for (i = 0; i < n; i++)
+		if (xwrite(g->go[1], &c, 1))
+			return -1;
+	return 0;
+}
+
+/* Reap member @i: its exit status, 128 + signal if killed. */
+static int group_reap(struct group *g, unsigned int i)
+{
+	int ret = xreap(g->pid[i]);
+
+	g->pid[i] = 0;
+	return ret;
+}
+
+static void group_end(struct group *g)
+{
+	unsigned int i;
+
+	for (i = 0; i < g->n; i++)
+		if (g->pid[i] > 0) {
+			kill(g->pid[i], SIGKILL);
+			xreap(g->pid[i]);
+		}
+	close(g->ready[0]);
+	close(g->ready[1]);
+	close(g->go[0]);
+	close(g->go[1]);
+	close(g->finish[0]);
+	if (g->finish[1] >= 0)
+		close(g->finish[1]);
+	munmap(g->sh, sizeof(*g->sh));
+}
+
+/* Rounds [first, last) with the check described at the top. */
+static int member_rounds(struct group *g, struct member *m, unsigned int first, unsigned int last)
+{
+	unsigned int r, j;
+	int ret;
+
+	for (r = first; r < last; r++) {
+		__atomic_store_n(&g->sh->slot[m->me], r + 1, __ATOMIC_RELEASE);
+		ret = zcx_barrier(m->ep, m->bar);
+		if (ret) {
+			fprintf(stderr, "# member %u: round %u: zcx_barrier: %s\n", m->me, r,
+				zcx_strerror(ret));
+			return 1;
+		}
+		for (j = 0; j < g->n; j++) {
+			uint64_t v = __atomic_load_n(&g->sh->slot[j], __ATOMIC_ACQUIRE);
+
+			if (v != r + 1 && v != r + 2) {
+				fprintf(stderr, "# member %u: after round %u member %u is at %llu\n",
+					m->me, r, j, (unsigned long long)v);
+				return 1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int rounds_fn(struct group *g, struct member *m, void *arg)
+{
+	return member_rounds(g, m, 0, *(unsigned int *)arg);
+}
+
+FIXTURE(group) {
+	struct zcx_test_census before;
+	struct group g;
+};
+
+FIXTURE_VARIANT(group) {
+	unsigned int n;
+};
+
+FIXTURE_VARIANT_ADD(group, n2) { .n = 2 };
+FIXTURE_VARIANT_ADD(group, n3) { .n = 3 };
+FIXTURE_VARIANT_ADD(group, n8) { .n = 8 };
+FIXTURE_VARIANT_ADD(group, n64) { .n = 64 };
+
+FIXTURE_SETUP(group)
+{
+	self->before = zcx_test_census();
+}
+
+FIXTURE_TEARDOWN(group)
+{
+	const char *leaked = zcx_test_census_settle(&self->before, 10000);
+
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+}
+
+TEST_F_TIMEOUT(group, rounds, 600)
+{
+	unsigned int n = rounds(), i;
+	uint64_t t0 = xnow_ns();
+
+	ASSERT_EQ(0, group_start(&self->g, variant->n, rounds_fn, &n));
+	for (i = 0; i < variant->n; i++) {
+		int status = group_reap(&self->g, i);
+
+		EXPECT_EQ(0, status) TH_LOG("member %u", i);
+	}
+	TH_LOG("%u processes, %u rounds: %.1f us per round", variant->n, n,
+	       (xnow_ns() - t0) / 1e3 / n);
+	for (i = 0; i < variant->n; i++)
+		EXPECT_EQ(n, self->g.sh->slot[i]);
+	group_end(&self->g);
+}
+
+/*
+ * A broken barrier: after some good rounds the victim leaves; the others
+ * then arrive (before or after it left) and must get -ECONNRESET, and
+ * again at the next arrival, within a bounded time.
+ */
+enum { LEAVE_EXIT, LEAVE_KILL, LEAVE_DESTROY, LEAVE_CLOSE };
+
+#define BROKEN_N	4
+#define BROKEN_GOOD	50
+
+struct broken {
+	int how;
+	unsigned int victim;
+};
+
+static int broken_fn(struct group *g, struct member *m, void *arg)
+{
+	struct broken *b = arg;
+	struct zcx_req req = xreq(NULL);
+	char c = 0;
+
+	if (member_rounds(g, m, 0, BROKEN_GOOD))
+		return 1;
+	if (m->me == b->victim) {
+		switch (b->how) {
+		case LEAVE_EXIT:
+			_exit(0);
+		case LEAVE_KILL:
+			/* Tell the parent, who kills us. */
+			CK_EQ(0, xwrite(g->ready[1], &c, 1));
+			break;
+		case LEAVE_DESTROY:
+			zcx_ep_destroy(m->ep);
+			m->ep = NULL;
+			break;
+		case LEAVE_CLOSE:
+			/* The handle's endpoints go with it. */
+			zcx_close(m->zcx);
+			m->zcx = NULL;
+			m->ep = NULL;
+			break;
+		}
+		/* Alive, without the endpoint, until the parent says. */
+		xread(g->finish[0], &c, 1);
+		return 0;
+	}
+	CK_EQ(0, zcx_ibarrier(m->ep, m->bar, &req));
+	CK_EQ(-ECONNRESET, xwait_bounded(m->ep, &req, 10000));
+	CK_EQ(-ECONNRESET, req.status);
+	/* And every later arrival. */
+	req = xreq(NULL);
+	CK_EQ(0, zcx_ibarrier(m->ep, m->bar, &req));
+	CK_EQ(-ECONNRESET, xwait_bounded(m->ep, &req, 10000));
+	CK_EQ(-ECONNRESET, zcx_barrier(m->ep, m->bar));
+	return 0;
+}
+
+FIXTURE(broken) {
+	struct zcx_test_census before;
+	struct group g;
+};
+
+FIXTURE_VARIANT(broken) {
+	int how;
+	unsigned int victim;
+};
+
+FIXTURE_VARIANT_ADD(broken, joiner_exits) { .how = LEAVE_EXIT, .victim = BROKEN_N - 1 };
+FIXTURE_VARIANT_ADD(broken, creator_exits) { .how = LEAVE_EXIT, .victim = 0 };
+FIXTURE_VARIANT_ADD(broken, joiner_killed) { .how = LEAVE_KILL, .victim = 2 };
+FIXTURE_VARIANT_ADD(broken, joiner_destroys_endpoint) { .how = LEAVE_DESTROY, .victim = 1 };
+FIXTURE_VARIANT_ADD(broken, creator_closes_handle) { .how = LEAVE_CLOSE, .victim = 0 };
+
+FIXTURE_SETUP(broken)
+{
+	self->before = zcx_test_census();
+}
+
+FIXTURE_TEARDOWN(broken)
+{
+	const char *leaked = zcx_test_census_settle(&self->before, 10000);
+
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+}
+
+TEST_F_TIMEOUT(broken, others_get_econnreset, 90)
+{
+	struct broken b = { .how = variant->how, .victim = variant->victim };
+	unsigned int i;
+	char c;
+
+	ASSERT_EQ(0, group_start(&self->g, BROKEN_N, broken_fn, &b));
+	if (b.how == LEAVE_KILL) {
+		ASSERT_EQ(0, xread(self->g.ready[0], &c, 1));
+		ASSERT_EQ(0, kill(self->g.pid[b.victim], SIGKILL));
+	}
+	for (i = 0; i < BROKEN_N; i++) {
+		int status;
+
+		if (i == b.victim)
+			continue;
+		status = group_reap(&self->g, i);
+		EXPECT_EQ(0, status) TH_LOG("member %u", i);
+	}
+	/* Let a victim that stayed alive go. */
+	close(self->g.finish[1]);
+	self->g.finish[1] = -1;
+	EXPECT_EQ(b.how == LEAVE_KILL ? 128 + SIGKILL : 0, group_reap(&self->g, b.victim));
+	group_end(&self->g);
+}
+
+/* Within one process: several endpoints of one handle. */
+FIXTURE(local) {
+	struct zcx_test_census before;
+	struct zcx *zcx;
+	struct zcx_ep *ep[4];
+};
+
+FIXTURE_SETUP(local)
+{
+	int i;
+
+	self->before = zcx_test_census();
+	ASSERT_EQ(0, zcx_open(&self->zcx, 0));
+	for (i = 0; i < 4; i++)
+		ASSERT_EQ(0, zcx_ep_create(self->zcx, 0, 16, &self->ep[i]));
+}
+
+FIXTURE_TEARDOWN(local)
+{
+	const char *leaked;
+	int i;
+
+	for (i = 0; i < 4; i++)
+		zcx_ep_destroy(self->ep[i]);
+	zcx_close(self->zcx);
+	leaked = zcx_test_census_settle(&self->before, 5000);
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+}
+
+TEST_F(local, barrier_of_one)
+{
+	struct zcx_addr addr;
+	uint32_t bar;
+	int i;
+
+	ASSERT_EQ(0, zcx_barrier_create(self->ep[0], 1, &addr, &bar));
+	EXPECT_EQ(ZCX_ADDR_BARRIER, addr.kind);
+	for (i = 0; i < 100; i++)
+		ASSERT_EQ(0, zcx_barrier(self->ep[0], bar));
+}
+
+/* The barrier waits for the last member, and only for it. */
+TEST_F(local, waits_for_all_members)
+{
+	struct zcx_req req[3];
+	struct zcx_addr addr;
+	uint32_t bar[3];
+	int round, i;
+
+	ASSERT_EQ(0, zcx_barrier_create(self->ep[0], 3, &addr, &bar[0]));
+	ASSERT_EQ(0, zcx_barrier_join(self->ep[1], &addr, &bar[1]));
+	ASSERT_EQ(0, zcx_barrier_join(self->ep[2], &addr, &bar[2]));
+	for (round = 0; round < 20; round++) {
+		for (i = 0; i < 2; i++) {
+			req[i] = xreq(NULL);
+			ASSERT_EQ(0, zcx_ibarrier(self->ep[i], bar[i], &req[i]));
+		}
+		for (i = 0; i < 2; i++)
+			EXPECT_EQ(0, zcx_test(self->ep[i], &req[i])) TH_LOG("round %d", round);
+		for (i = 0; i < 2; i++)
+			EXPECT_EQ(0, zcx_test(self->ep[i], &req[i])) TH_LOG("round %d", round);
+		ASSERT_EQ(0, zcx_barrier(self->ep[2], bar[2]));
+		for (i = 0; i < 2; i++) {
+			ASSERT_EQ(0, xwait_bounded(self->ep[i], &req[i], 10000));
+			EXPECT_EQ(0, req[i].status);
+		}
+	}
+}
+
+TEST_F(local, create_and_join_errors)
+{
+	struct zcx_addr addr, bad;
+	uint32_t bar, b2;
+
+	EXPECT_EQ(-EINVAL, zcx_barrier_create(self->ep[0], 0, &addr, &bar));
+	EXPECT_EQ(-EINVAL, zcx_barrier_create(self->ep[0], ZCX_MAX_BARRIER_PROCS + 1, &addr, &bar));
+	ASSERT_EQ(0, zcx_barrier_create(self->ep[0], 2, &addr, &bar));
+	bad = addr;
+	bad.key ^= 1;
+	EXPECT_EQ(-ECONNREFUSED, zcx_barrier_join(self->ep[1], &bad, &b2));
+	bad = addr;
+	bad.id += 1000;
+	EXPECT_EQ(-ECONNREFUSED, zcx_barrier_join(self->ep[1], &bad, &b2));
+	ASSERT_EQ(0, zcx_barrier_join(self->ep[1], &addr, &b2));
+	/* Both members are there. */
+	EXPECT_EQ(-EBUSY, zcx_barrier_join(self->ep[2], &addr, &b2));
+}
+
+TEST_F(local, barriers_per_endpoint_limit)
+{
+	struct zcx_addr addr;
+	uint32_t bar;
+	int i;
+
+	for (i = 0; i < ZCX_MAX_BARRIERS; i++)
+		ASSERT_EQ(0, zcx_barrier_create(self->ep[3], 1, &addr, &bar)) TH_LOG("barrier %d", i);
+	EXPECT_EQ(-ENOSPC, zcx_barrier_create(self->ep[3], 1, &addr, &bar));
+	/* The endpoint still works with the barriers it has. */
+	EXPECT_EQ(0, zcx_barrier(self->ep[3], bar));
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * zcx_fault_test - failures of the transport: a peer killed in the middle
+ * of a 64 MiB transfer (the partner's operation fails, nothing stays
+ * pinned or allocated), a peer that closes its handle or destroys its
+ * endpoint while the partner waits on it, connections refused, and bad
+ * arguments to every transport ioctl and in submissions (the raw ABI,
+ * without the library), which fail cleanly and change nothing.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+
+#include "kselftest_harness.h"
+#include "zcx_test.h"
+#include "zcx_xfer.h"
+
+#define KiB		1024UL
+#define MiB		(1024 * KiB)
+#define HUGE_MSG	(64 * MiB)
+
+FIXTURE(fault) {
+	struct zcx_test_census before;
+};
+
+FIXTURE_SETUP(fault)
+{
+	self->before = zcx_test_census();
+}
+
+FIXTURE_TEARDOWN(fault)
+{
+	/* Unpinning after a process's exit is deferred: wait, bounded. */
+	const char *leaked = zcx_test_census_settle(&self->before, 10000);
+
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+}
+
+/*
+ * Killed during 64 MiB.  The receiving side's buffer is watched by a
+ * thread of the surviving process (the survivor's own buffer, or the
+ * victim's through MAP_SHARED memory made before fork): as soon as the
+ * first bytes of the message are there, it checks that the last ones are
+ * not yet, and SIGKILLs the victim.  The survivor's operation must then
+ * fail with ECONNRESET (or EINTR).  If the whole message had already
+ * arrived when the kill was sent, the attempt proves nothing and is
+ * repeated (the copy is hundreds of times longer than the reaction).
+ */
+#define KILL_ATTEMPTS	3
+#define KILL_SEED	0x6001
+
+struct watch {
+	const volatile unsigned char *buf;
+	pid_t victim;
+	bool tail_seen;		/* the copy had finished when we killed */
+	bool stop;		/* give up: nothing arrived */
+	pthread_t thread;
+};
+
+static void *watch_fn(void *arg)
+{
+	struct watch *w = arg;
+	uint64_t head = xpat_word(KILL_SEED, 0);
+	uint64_t tail = xpat_word(KILL_SEED, HUGE_MSG / 8 - 1);
+
+	while (memcmp((const void *)w->buf, &head, 8)) {
+		if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
+			return NULL;
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	}
+	w->tail_seen = !memcmp((const void *)(w->buf + HUGE_MSG - 8), &tail, 8);
+	kill(w->victim, SIGKILL);
+	return NULL;
+}
+
+enum { VICTIM_RECEIVES, VICTIM_SENDS };
+
+struct kill_case {
+	int victim_role;
+	unsigned char *shared;	/* victim's receive buffer, MAP_SHARED */
+	int result, tail_seen, victim_status;
+};
+
+static int kill_victim(struct xside *s, void *arg)
+{
+	struct kill_case *k = arg;
+	struct zcx_req req = xreq(NULL);
+	char c;
+
+	if (k->victim_role == VICTIM_RECEIVES) {
+		CK_EQ(0, zcx_irecv(s->ep, k->shared, HUGE_MSG, 1, ~0ULL, &req));
+	} else {
+		char *b = xmap(HUGE_MSG);
+
+		CK(b);
+		xpat_fill(b, HUGE_MSG, KILL_SEED);
+		CK_EQ(0, zcx_isend(s->ep, s->peer, b, HUGE_MSG, 1, &req));
+	}
+	/* Posted for real, not just queued for the next doorbell. */
+	CK_EQ(0, xflush(s->ep, &req));
+	CK_EQ(0, xsend_u64(s, 1));
+	/* Until killed. */
+	xread(s->rd, &c, 1);
+	return 2;
+}
+
+/* One attempt: 0 done (k->result set), or 1 on a setup failure. */
+static int kill_attempt(struct kill_case *k, unsigned int flags)
+{
+	struct zcx_req req = xreq(NULL);
+	struct watch w = { 0 };
+	struct xside s;
+	char *b = NULL;
+	pid_t pid;
+	int ret;
+
+	memset(k->shared, 0, HUGE_MSG);
+	if (k->victim_role == VICTIM_RECEIVES) {
+		b = xmap(HUGE_MSG);
+		CK(b);
+		xpat_fill(b, HUGE_MSG, KILL_SEED);
+	}
+	pid = xfer_fork(&s, flags, 0, kill_victim, k);
+	CK(pid > 0);
+	CK_EQ(0, xexpect_u64(&s, 1));
+	w.victim = pid;
+	w.buf = k->victim_role == VICTIM_RECEIVES ? k->shared : (unsigned char *)xmap(HUGE_MSG);
+	CK(w.buf);
+	CK_EQ(0, pthread_create(&w.thread, NULL, watch_fn, &w));
+	/* The copy may well run inside this call: the watcher acts meanwhile. */
+	if (k->victim_role == VICTIM_RECEIVES)
+		ret = zcx_isend(s.ep, s.peer, b, HUGE_MSG, 1, &req);
+	else
+		ret = zcx_irecv(s.ep, (void *)w.buf, HUGE_MSG, 1, ~0ULL, &req);
+	CK_EQ(0, ret);
+	k->result = xwait_bounded(s.ep, &req, 60000);
+	if (k->result == -ETIME) {
+		/* Never started or hung: unblock the watcher and report. */
+		kill(pid, SIGKILL);
+		__atomic_store_n(&w.stop, true, __ATOMIC_RELEASE);
+	}
+	CK_EQ(0, pthread_join(w.thread, NULL));
+	k->tail_seen = w.tail_seen;
+	xside_fini(&s);
+	k->victim_status = xreap(pid);
+	if (b)
+		munmap(b, HUGE_MSG);
+	if (k->victim_role == VICTIM_SENDS)
+		munmap((void *)w.buf, HUGE_MSG);
+	return 0;
+}
+
+static void kill_case_run(struct __test_metadata *_metadata, int role, unsigned int flags)
+{
+	struct kill_case k = { .victim_role = role };
+	int attempt;
+
+	k.shared = xmap_shared(HUGE_MSG);
+	ASSERT_NE(NULL, k.shared);
+	for (attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
+		ASSERT_EQ(0, kill_attempt(&k, flags));
+		TH_LOG("attempt %d: survivor's status %d (%s), victim %d, copy %s at the kill",
+		       attempt, k.result, zcx_strerror(k.result), k.victim_status,
+		       k.tail_seen ? "already complete" : "under way");
+		EXPECT_EQ(128 + SIGKILL, k.victim_status);
+		if (!k.tail_seen)
+			break;
+	}
+	ASSERT_FALSE(k.tail_seen) TH_LOG("the copy always finished before the kill");
+	EXPECT_TRUE(k.result == -ECONNRESET || k.result == -EINTR)
+		TH_LOG("status %d (%s)", k.result, zcx_strerror(k.result));
+	munmap(k.shared, HUGE_MSG);
+}
+
+TEST_F_TIMEOUT(fault, receiver_killed_during_64MiB, 90)
+{
+	kill_case_run(_metadata, VICTIM_RECEIVES, 0);
+}
+
+TEST_F_TIMEOUT(fault, sender_killed_during_64MiB, 90)
+{
+	kill_case_run(_metadata, VICTIM_SENDS, 0);
+}
+
+TEST_F_TIMEOUT(fault, receiver_killed_during_64MiB_poll, 90)
+{
+	kill_case_run(_metadata, VICTIM_RECEIVES, ZCX_EP_POLL);
+}
+
+TEST_F_TIMEOUT(fault, sender_killed_during_64MiB_poll, 90)
+{
+	kill_case_run(_metadata, VICTIM_SENDS, ZCX_EP_POLL);
+}
+
+/*
+ * The peer leaves while the partner waits on it: closes its handle or
+ * destroys its endpoint.  Pending: a large send (it waits for a receive
+ * that never comes), or a receive (the leaving peer was the only one
+ * connected to send to it).  Either completes with ECONNRESET, and so do
+ * new sends to the gone peer.
+ */
+enum { LEAVE_CLOSE, LEAVE_DESTROY, LEAVE_EXIT };
+
+/* Plenty for a completion that should come at once. */
+#define LEAVE_WAIT_MS	3000
+
+struct leave {
+	bool pending_send;
+	int how;
+};
+
+static int leave_peer(struct xside *s, void *arg)
+{
+	struct leave *l = arg;
+
+	CK_EQ(0, xexpect_u64(s, 1));
+	switch (l->how) {
+	case LEAVE_CLOSE:
+		/* The endpoint goes with the handle. */
+		zcx_close(s->zcx);
+		s->zcx = NULL;
+		s->ep = NULL;
+		break;
+	case LEAVE_DESTROY:
+		zcx_ep_destroy(s->ep);
+		s->ep = NULL;
+		break;
+	case LEAVE_EXIT:
+		_exit(0);
+	}
+	CK_EQ(0, xsend_u64(s, 2));
+	/* Alive until the partner is done. */
+	CK_EQ(0, xexpect_u64(s, 3));
+	return 0;
+}
+
+/* A send's failure, whether the call or the completion reports it. */
+static int send_status(struct xside *s, void *buf, size_t len, struct zcx_req *req)
+{
+	int ret = zcx_isend(s->ep, s->peer, buf, len, 9, req);
+
+	return ret ? ret : xwait_bounded(s->ep, req, LEAVE_WAIT_MS);
+}
+
+static int leave_partner(struct xside *s, void *arg)
+{
+	struct leave *l = arg;
+	struct zcx_req req = xreq(NULL), again = xreq(NULL);
+	char *b = xmap(256 * KiB);
+
+	CK(b);
+	xpat_fill(b, 256 * KiB, 0x8001);
+	if (l->pending_send) {
+		CK(256 * KiB >= s->q.zcopy_threshold);
+		CK_EQ(0, zcx_isend(s->ep, s->peer, b, 256 * KiB, 1, &req));
+	} else {
+		CK_EQ(0, zcx_irecv(s->ep, b, 256 * KiB, 0, 0, &req));
+	}
+	/* Posted or queued in the module before the peer leaves. */
+	CK_EQ(0, xflush(s->ep, &req));
+	CK_EQ(0, xsend_u64(s, 1));
+	if (l->how != LEAVE_EXIT) {
+		CK_EQ(0, xexpect_u64(s, 2));
+	} else {
+		uint64_t v;
+
+		/* The pipe's end closes when the peer exits. */
+		CK(xrecv_u64(s, &v));
+	}
+	CK_EQ(-ECONNRESET, xwait_bounded(s->ep, &req, LEAVE_WAIT_MS));
+	CK_EQ(-ECONNRESET, req.status);
+	/* New sends to the gone peer fail too, large and small. */
+	CK_EQ(-ECONNRESET, send_status(s, b, 256 * KiB, &again));
+	again = xreq(NULL);
+	CK_EQ(-ECONNRESET, send_status(s, b, 10, &again));
+	if (l->how != LEAVE_EXIT)
+		CK_EQ(0, xsend_u64(s, 3));
+	munmap(b, 256 * KiB);
+	return 0;
+}
+
+FIXTURE(leave) {
+	struct zcx_test_census before;
+};
+
+FIXTURE_VARIANT(leave) {
+	bool pending_send;
+	int how;
+	unsigned int ep_flags;
+};
+
+FIXTURE_VARIANT_ADD(leave, send_peer_closes_handle) {
+	.pending_send = true, .how = LEAVE_CLOSE, .ep_flags = 0 };
+FIXTURE_VARIANT_ADD(leave, send_peer_destroys_endpoint) {
+	.pending_send = true, .how = LEAVE_DESTROY, .ep_flags = 0 };
+FIXTURE_VARIANT_ADD(leave, send_peer_exits) {
+	.pending_send = true, .how = LEAVE_EXIT, .ep_flags = 0 };
+FIXTURE_VARIANT_ADD(leave, recv_peer_closes_handle) {
+	.pending_send = false, .how = LEAVE_CLOSE, .ep_flags = 0 };
+FIXTURE_VARIANT_ADD(leave, recv_peer_destroys_endpoint) {
+	.pending_send = false, .how = LEAVE_DESTROY, .ep_flags = 0 };
+FIXTURE_VARIANT_ADD(leave, recv_peer_exits) {
+	.pending_send = false, .how = LEAVE_EXIT, .ep_flags = 0 };
+FIXTURE_VARIANT_ADD(leave, poll_send_peer_closes_handle) {
+	.pending_send = true, .how = LEAVE_CLOSE, .ep_flags = ZCX_EP_POLL };
+FIXTURE_VARIANT_ADD(leave, poll_send_peer_destroys_endpoint) {
+	.pending_send = true, .how = LEAVE_DESTROY, .ep_flags = ZCX_EP_POLL };
+FIXTURE_VARIANT_ADD(leave, poll_send_peer_exits) {
+	.pending_send = true, .how = LEAVE_EXIT, .ep_flags = ZCX_EP_POLL };
+FIXTURE_VARIANT_ADD(leave, poll_recv_peer_destroys_endpoint) {
+	.pending_send = false, .how = LEAVE_DESTROY, .ep_flags = ZCX_EP_POLL };
+
+FIXTURE_SETUP(leave)
+{
+	self->before = zcx_test_census();
+}
+
+FIXTURE_TEARDOWN(leave)
+{
+	const char *leaked = zcx_test_census_settle(&self->before, 5000);
+
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+}
+
+/*
+ * "recv" variants: the partner's pending receive, when the peer leaving
+ * was the only endpoint connected to send to it, must not wait forever.
+ */
+TEST_F_TIMEOUT(leave, partner_gets_econnreset, 60)
+{
+	struct leave l = { .pending_send = variant->pending_send, .how = variant->how };
+
+	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, leave_partner, leave_peer, &l));
+}
+
+/* Connecting needs the right key to an endpoint that exists. */
+static int refuse_peer(struct xside *s, void *arg)
+{
+	(void)arg;
+	CK_EQ(0, xexpect_u64(s, 1));
+	zcx_ep_destroy(s->ep);
+	s->ep = NULL;
+	CK_EQ(0, xsend_u64(s, 2));
+	CK_EQ(0, xexpect_u64(s, 3));
+	return 0;
+}
+
+static int refuse_partner(struct xside *s, void *arg)
+{
+	struct zcx_addr bad;
+	uint32_t peer;
+	int bit;
+
+	(void)arg;
+	for (bit = 0; bit < 64; bit += 21) {
+		bad = s->peer_addr;
+		bad.key ^= 1ULL << bit;
+		CK_EQ(-ECONNREFUSED, zcx_ep_connect(s->ep, &bad, &peer));
+	}
+	bad = s->peer_addr;
+	bad.key = 0;
+	CK_EQ(-ECONNREFUSED, zcx_ep_connect(s->ep, &bad, &peer));
+	bad = s->peer_addr;
+	bad.id += 77;
+	CK_EQ(-ECONNREFUSED, zcx_ep_connect(s->ep, &bad, &peer));
+	/* The right address works again, and again (a second connection). */
+	CK_EQ(0, zcx_ep_connect(s->ep, &s->peer_addr, &peer));
+	CK_EQ(0, xsend_u64(s, 1));
+	CK_EQ(0, xexpect_u64(s, 2));
+	/* Gone now. */
+	CK_EQ(-ECONNREFUSED, zcx_ep_connect(s->ep, &s->peer_addr, &peer));
+	CK_EQ(0, xsend_u64(s, 3));
+	return 0;
+}
+
+TEST_F(fault, connect_refused)
+{
+	EXPECT_EQ(0, xrun_pair(0, 0, refuse_partner, refuse_peer, NULL));
+}
+
+/*
+ * The raw ABI: an endpoint created and driven with the ioctls and the
+ * mapped rings directly.
+ */
+struct raw_ep {
+	int fd;
+	struct zcx_ep_create c;
+	char *map;
+	__u32 *sq_head, *sq_tail, *sq_flags, *cq_head, *cq_tail;
+	__u32 sq_mask, cq_mask;
+	struct zcx_sqe *sqes;
+	struct zcx_cqe *cqes;
+};
+
+static int raw_ep_create(int fd, struct raw_ep *r)
+{
+	const struct zcx_ring_offsets *o = &r->c.offsets;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->fd = fd;
+	ret = zcx_test_ioctl(fd, ZCX_IOC_EP_CREATE, &r->c);
+	if (ret)
+		return ret;
+	r->map = mmap(NULL, r->c.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+		      r->c.mmap_offset);
+	if (r->map == MAP_FAILED)
+		return -errno;
+	r->sq_head = (__u32 *)(r->map + o->sq_head);
+	r->sq_tail = (__u32 *)(r->map + o->sq_tail);
+	r->sq_flags = (__u32 *)(r->map + o->sq_flags);
+	r->cq_head = (__u32 *)(r->map + o->cq_head);
+	r->cq_tail = (__u32 *)(r->map + o->cq_tail);
+	r->sq_mask = *(__u32 *)(r->map + o->sq_mask);
+	r->cq_mask = *(__u32 *)(r->map + o->cq_mask);
+	r->sqes = (struct zcx_sqe *)(r->map + o->sqes);
+	r->cqes = (struct zcx_cqe *)(r->map + o->cqes);
+	return 0;
+}
+
+static void raw_ep_destroy(struct raw_ep *r)
+{
+	struct zcx_ep_destroy d = { .ep = r->c.ep };
+
+	if (r->map && r->map != MAP_FAILED)
+		munmap(r->map, r->c.mmap_size);
+	zcx_test_ioctl(r->fd, ZCX_IOC_EP_DESTROY, &d);
+}
+
+static int raw_enter(struct raw_ep *r, __u32 to_submit, __u32 flags, __u32 min_complete)
+{
+	struct zcx_enter e = {
+		.ep = r->c.ep, .flags = flags, .to_submit = to_submit, .min_complete = min_complete,
+	};
+	int ret = ioctl(r->fd, ZCX_IOC_ENTER, &e);
+
+	return ret < 0 ? -errno : ret;
+}
+
+/*
+ * Submit one entry and wait for its completion: the completion's res,
+ * with *cqe filled, or a negative errno of ENTER shifted out of range
+ * (-100000 - errno) so the two cannot be confused.
+ */
+static int raw_one(struct raw_ep *r, const struct zcx_sqe *sqe, struct zcx_cqe *cqe)
+{
+	__u32 tail = *r->sq_tail, head;
+	int ret;
+
+	r->sqes[tail & r->sq_mask] = *sqe;
+	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	ret = raw_enter(r, 1, ZCX_ENTER_GETEVENTS, 1);
+	if (ret != 1)
+		return -100000 + (ret < 0 ? ret : -1000 - ret);
+	head = *r->cq_head;
+	if (__atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) == head)
+		return -100000 - 2000;
+	*cqe = r->cqes[head & r->cq_mask];
+	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
+	return cqe->res;
+}
+
+FIXTURE(raw) {
+	struct zcx_test_census before;
+	int fd;
+	struct raw_ep r;
+};
+
+FIXTURE_SETUP(raw)
+{
+	self->before = zcx_test_census();
+	self->fd = zcx_test_open();
+	ASSERT_LE(0, self->fd);
+	ASSERT_EQ(0, raw_ep_create(self->fd, &self->r));
+}
+
+FIXTURE_TEARDOWN(raw)
+{
+	const char *leaked;
+
+	raw_ep_destroy(&self->r);
+	close(self->fd);
+	leaked = zcx_test_census_settle(&self->before, 5000);
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+}
+
+/* What a fresh endpoint reports, and a NOP through its rings. */
+TEST_F(raw, ep_create_and_nop)
+{
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 0x1234567890abcdefULL };
+	struct zcx_cqe cqe;
+	struct zcx_query q = { 0 };
+
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_QUERY, &q));
+	EXPECT_EQ(q.ring_depth, self->r.c.sq_entries);
+	EXPECT_EQ(2 * self->r.c.sq_entries, self->r.c.cq_entries);
+	EXPECT_EQ(self->r.c.sq_entries - 1, self->r.sq_mask);
+	EXPECT_EQ(self->r.c.cq_entries - 1, self->r.cq_mask);
+	EXPECT_EQ(ZCX_ADDR_ENDPOINT, self->r.c.addr.kind);
+	EXPECT_NE(0, self->r.c.addr.key);
+	EXPECT_EQ(0, self->r.c.addr.node);
+	ASSERT_EQ(0, raw_one(&self->r, &sqe, &cqe));
+	EXPECT_EQ(0x1234567890abcdefULL, cqe.user_data);
+	EXPECT_EQ(0, cqe.flags);
+	EXPECT_EQ(0, *self->r.sq_flags & ~ZCX_SQ_NEED_WAKEUP);
+}
+
+/* Bad submissions fail in their completion, and the ring goes on. */
+TEST_F(raw, bad_submissions)
+{
+	struct zcx_sqe good = { .opcode = ZCX_OP_NOP, .user_data = 7 }, sqe;
+	struct zcx_ep_connect conn = { 0 };
+	struct zcx_cqe cqe;
+	char buf[64];
+
+	sqe = good;
+	sqe.opcode = 200;
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	EXPECT_EQ(7, cqe.user_data);
+	sqe = good;
+	sqe.flags = 1;
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	sqe = good;
+	sqe.reserved = 1;
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	/* No such connection or barrier. */
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = 999, .addr = (uintptr_t)buf,
+				.len = sizeof(buf), .user_data = 8 };
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	EXPECT_EQ(8, cqe.user_data);
+	sqe.opcode = ZCX_OP_PUT;
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	sqe.opcode = ZCX_OP_GET;
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_BARRIER, .peer = 999 };
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	/* A small (inline) send from memory that is not there, to ourselves. */
+	conn.ep = self->r.c.ep;
+	conn.addr = self->r.c.addr;
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = conn.peer, .addr = 0x10, .len = 100,
+				.user_data = 9 };
+	EXPECT_EQ(-EFAULT, raw_one(&self->r, &sqe, &cqe));
+	EXPECT_EQ(9, cqe.user_data);
+	EXPECT_EQ(0, raw_one(&self->r, &good, &cqe));
+	EXPECT_EQ(7, cqe.user_data);
+}
+
+TEST_F(raw, ep_create_bad_args_and_limit)
+{
+	struct zcx_query q = { 0 };
+	struct zcx_ep_create c;
+	unsigned int made = 1;
+
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_QUERY, &q));
+	memset(&c, 0, sizeof(c));
+	c.flags = 1U << 7;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c));
+	memset(&c, 0, sizeof(c));
+	c.flags = ~ZCX_EP_FLAGS;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c));
+	memset(&c, 0, sizeof(c));
+	c.reserved[3] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c));
+	memset(&c, 0, sizeof(c));
+	c.sq_entries = 65536;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c));
+	memset(&c, 0, sizeof(c));
+	c.sq_entries = ~0U;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c));
+	/* Rounded up to a power of two. */
+	memset(&c, 0, sizeof(c));
+	c.sq_entries = 5;
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c));
+	EXPECT_EQ(8, c.sq_entries);
+	EXPECT_EQ(16, c.cq_entries);
+	made++;
+	/*
+	 * Nothing failed took an endpoint: exactly max_endpoints exist
+	 * before ENOSPC.
+	 */
+	ASSERT_GE(ZCX_MAX_ENDPOINTS, q.max_endpoints);
+	for (; made < q.max_endpoints; made++) {
+		memset(&c, 0, sizeof(c));
+		c.sq_entries = 1;
+		ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c)) TH_LOG("endpoint %u", made);
+	}
+	memset(&c, 0, sizeof(c));
+	c.sq_entries = 1;
+	EXPECT_EQ(-ENOSPC, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CREATE, &c));
+	/* The first endpoint still works. */
+	{
+		struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 3 };
+		struct zcx_cqe cqe;
+
+		EXPECT_EQ(0, raw_one(&self->r, &sqe, &cqe));
+	}
+}
+
+TEST_F(raw, ep_destroy_connect_enter_bad_args)
+{
+	struct zcx_ep_destroy d;
+	struct zcx_ep_connect conn;
+	struct zcx_enter e;
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 5 };
+	struct zcx_cqe cqe;
+
+	memset(&d, 0, sizeof(d));
+	d.ep = self->r.c.ep + 1000;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_EP_DESTROY, &d));
+	d.ep = ZCX_MAX_ENDPOINTS;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_EP_DESTROY, &d));
+	d.ep = ~0U;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_EP_DESTROY, &d));
+	d.ep = self->r.c.ep;
+	d.flags = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_DESTROY, &d));
+	d.flags = 0;
+	d.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_DESTROY, &d));
+
+	memset(&conn, 0, sizeof(conn));
+	conn.ep = self->r.c.ep + 1000;
+	conn.addr = self->r.c.addr;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+	conn.ep = self->r.c.ep;
+	conn.flags = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+	conn.flags = 0;
+	conn.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+	conn.reserved[0] = 0;
+	conn.addr.key ^= 0x100;
+	EXPECT_EQ(-ECONNREFUSED, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+	/* Its own address, rightly: a loopback connection. */
+	conn.addr = self->r.c.addr;
+	EXPECT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+
+	memset(&e, 0, sizeof(e));
+	e.ep = self->r.c.ep + 1000;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_ENTER, &e));
+	e.ep = self->r.c.ep;
+	e.flags = 1U << 9;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_ENTER, &e));
+	e.flags = 0;
+	e.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_ENTER, &e));
+	e.reserved[0] = 0;
+	e.flags = ZCX_ENTER_GETEVENTS;
+	e.min_complete = self->r.c.cq_entries + 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_ENTER, &e));
+	/* Nothing to take, nothing to wait for. */
+	EXPECT_EQ(0, raw_enter(&self->r, 0, 0, 0));
+
+	/* All that changed nothing: the endpoint is there and works. */
+	EXPECT_EQ(0, raw_one(&self->r, &sqe, &cqe));
+	EXPECT_EQ(5, cqe.user_data);
+}
+
+TEST_F(raw, expose_bad_args)
+{
+	struct zcx_test_census mid;
+	struct zcx_expose x;
+	struct zcx_unexpose u;
+	char *buf = zcx_test_anon(64 * 1024);
+
+	ASSERT_NE(NULL, buf);
+	mid = zcx_test_census();
+	memset(&x, 0, sizeof(x));
+	x.addr = (uintptr_t)buf;
+	x.length = 64 * 1024;
+	x.rights = 0;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EXPOSE, &x));
+	x.rights = 1U << 5;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EXPOSE, &x));
+	x.rights = ZCX_REMOTE_ALL;
+	x.flags = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EXPOSE, &x));
+	x.flags = 0;
+	x.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EXPOSE, &x));
+	x.reserved[1] = 0;
+	x.length = 0;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_EXPOSE, &x));
+	x.length = 64 * 1024;
+	x.addr = 0x1000;
+	EXPECT_EQ(-EFAULT, zcx_test_ioctl(self->fd, ZCX_IOC_EXPOSE, &x));
+	/* Nothing pinned by any of that. */
+	EXPECT_EQ(NULL, zcx_test_census_diff(&mid));
+
+	memset(&u, 0, sizeof(u));
+	u.rkey = 0x12345;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_UNEXPOSE, &u));
+	x.addr = (uintptr_t)buf;
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EXPOSE, &x));
+	u.rkey = x.rkey;
+	u.flags = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_UNEXPOSE, &u));
+	u.flags = 0;
+	u.pad = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_UNEXPOSE, &u));
+	u.pad = 0;
+	u.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_UNEXPOSE, &u));
+	u.reserved[0] = 0;
+	/* The key survived the bad attempts. */
+	EXPECT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_UNEXPOSE, &u));
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_UNEXPOSE, &u));
+	munmap(buf, 64 * 1024);
+}
+
+TEST_F(raw, barrier_bad_args)
+{
+	struct zcx_bar_create bc;
+	struct zcx_bar_join bj;
+	int ret;
+
+	memset(&bc, 0, sizeof(bc));
+	bc.ep = self->r.c.ep + 1000;
+	bc.nprocs = 2;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_CREATE, &bc));
+	bc.ep = self->r.c.ep;
+	bc.nprocs = 0;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_CREATE, &bc));
+	bc.nprocs = ZCX_MAX_BARRIER_PROCS + 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_CREATE, &bc));
+	bc.nprocs = 2;
+	bc.flags = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_CREATE, &bc));
+	bc.flags = 0;
+	bc.reserved[1] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_CREATE, &bc));
+	bc.reserved[1] = 0;
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_CREATE, &bc));
+	EXPECT_EQ(ZCX_ADDR_BARRIER, bc.addr.kind);
+
+	memset(&bj, 0, sizeof(bj));
+	bj.ep = self->r.c.ep + 1000;
+	bj.addr = bc.addr;
+	EXPECT_EQ(-ENOENT, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_JOIN, &bj));
+	bj.ep = self->r.c.ep;
+	bj.flags = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_JOIN, &bj));
+	bj.flags = 0;
+	bj.reserved[0] = 1;
+	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_JOIN, &bj));
+	bj.reserved[0] = 0;
+	bj.addr.key ^= 1;
+	EXPECT_EQ(-ECONNREFUSED, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_JOIN, &bj));
+	/* An endpoint's address is not a barrier's. */
+	bj.addr = self->r.c.addr;
+	ret = zcx_test_ioctl(self->fd, ZCX_IOC_BAR_JOIN, &bj);
+	EXPECT_TRUE(ret == -ECONNREFUSED || ret == -EINVAL) TH_LOG("%d", ret);
+}
+
+TEST_HARNESS_MAIN
