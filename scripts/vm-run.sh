@@ -7,7 +7,9 @@
 # Usage: scripts/vm-run.sh [options] [--] [command ...]
 #
 #   -k, --kernel K     6.1 | 6.12 | full kver (default 6.12); 6.1 means the
-#                      newest /boot/vmlinuz-6.1.*
+#                      newest /boot/vmlinuz-6.1.*; "debug" is the debug
+#                      kernel scripts/debug-kernel.sh built (KASAN, lockdep,
+#                      kmemleak, fault injection; everything built in)
 #   -m, --module M     tree: make module, insmod build/kmod-<kver>/zcx.ko
 #                      dkms: scripts/dkms-install.sh <kver>, modprobe zcx
 #                      none: load nothing                   (default tree)
@@ -77,10 +79,20 @@ if [ -z "$timeout" ]; then
 	if [ $shell = 1 ]; then timeout=0; else timeout=900; fi
 fi
 
-kver=$("$top/scripts/kernels.sh" "$kernel") || die "no kernel /boot/vmlinuz-${kernel}[.*]"
-image=${VM_KERNEL_IMAGE:-/boot/vmlinuz-$kver}
+kdir=''
+if [ "$kernel" = debug ]; then
+	dkdir=$("$top/scripts/debug-kernel.sh" --print) ||
+		die "the debug kernel is not built: run scripts/debug-kernel.sh"
+	kver=$(cat "$dkdir/kernelrelease")
+	image=$dkdir/bzImage
+	kdir=$dkdir/src
+	[ "$mode" != dkms ] || die "--module dkms does not apply to the debug kernel"
+else
+	kver=$("$top/scripts/kernels.sh" "$kernel") || die "no kernel /boot/vmlinuz-${kernel}[.*]"
+	image=${VM_KERNEL_IMAGE:-/boot/vmlinuz-$kver}
+	[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"
+fi
 [ -r "$image" ] || die "cannot read $image"
-[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"
 
 out=${out:-$top/build/vm/run-$kernel-$$}
 mkdir -p "$out"
@@ -121,7 +133,7 @@ fail() {
 check_dev=0
 if [ "$mode" = tree ] && [ -z "$ko" ]; then
 	ko=$top/build/kmod-$kver/zcx.ko
-	make -C "$top" module KVER="$kver" >"$out/build.log" 2>&1 ||
+	make -C "$top" module KVER="$kver" ${kdir:+KDIR="$kdir"} >"$out/build.log" 2>&1 ||
 		fail 125 "module build failed" "$out/build.log"
 fi
 if [ "$mode" = tree ]; then

@@ -18,9 +18,11 @@ usage() { sed -n '2,9s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 
 # Print the module files needed to mount 9p, dependency order, no duplicates.
 # modprobe --show-depends takes one module per call; built-ins ("builtin x")
-# need nothing.
+# need nothing, and a kernel without /lib/modules (the debug kernel) has
+# everything built in.
 modules() {
 	local kver=$1 m
+	[ -d "/lib/modules/$kver" ] || return 0
 	for m in virtio_pci 9pnet_virtio 9p; do
 		modprobe -S "$kver" --show-depends "$m"
 	done | awk '$1 == "insmod" && !seen[$2]++ { print $2 }'
