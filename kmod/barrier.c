@@ -203,16 +203,6 @@ static void zcx_bar_advance_locked(struct zcx_barrier *bar, struct list_head *do
 	}
 }
 
-static void zcx_complete_list(struct list_head *list, int res)
-{
-	struct zcx_op *it, *tmp;
-
-	list_for_each_entry_safe(it, tmp, list, link) {
-		list_del(&it->link);
-		zcx_op_complete(it, res, 0, 0);
-	}
-}
-
 /* Arrive; the round's last arrival completes everybody's.  sq_mutex held. */
 void zcx_op_barrier(struct zcx_op *op, u32 idx)
 {
@@ -232,7 +222,7 @@ void zcx_op_barrier(struct zcx_op *op, u32 idx)
 	if (bar->broken) {
 		list_add_tail(&op->link, &done);
 		spin_unlock(&bar->lock);
-		zcx_complete_list(&done, -ECONNRESET);
+		zcx_ops_complete(&done, -ECONNRESET);
 		return;
 	}
 	if (op->tag == bar->round) {
@@ -243,7 +233,7 @@ void zcx_op_barrier(struct zcx_op *op, u32 idx)
 		list_add_tail(&op->link, &bar->early);
 	}
 	spin_unlock(&bar->lock);
-	zcx_complete_list(&done, 0);
+	zcx_ops_complete(&done, 0);
 }
 
 /* Leave a barrier: it breaks, and what waits on it fails. */
@@ -256,7 +246,7 @@ static void zcx_bar_leave(struct zcx_barrier *bar)
 	list_splice_init(&bar->waiters, &done);
 	list_splice_init(&bar->early, &done);
 	spin_unlock(&bar->lock);
-	zcx_complete_list(&done, -ECONNRESET);
+	zcx_ops_complete(&done, -ECONNRESET);
 	zcx_bar_put(bar);
 }
 

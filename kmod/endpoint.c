@@ -389,6 +389,17 @@ void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag)
 	kfree(op);
 }
 
+/* Complete every operation on @list (linked by ->link) with @res. */
+void zcx_ops_complete(struct list_head *list, int res)
+{
+	struct zcx_op *op, *tmp;
+
+	list_for_each_entry_safe(op, tmp, list, link) {
+		list_del(&op->link);
+		zcx_op_complete(op, res, 0, 0);
+	}
+}
+
 /* Completions posted and not yet read, as far as userspace tells. */
 static u32 zcx_cq_ready(struct zcx_ep *ep)
 {

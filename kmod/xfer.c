@@ -392,16 +392,12 @@ static void zcx_sender_gone_locked(struct zcx_ep *peer, struct list_head *done)
 /* A connection made for a caller that cannot learn of it goes again. */
 void zcx_conn_undo(struct zcx_conn *conn)
 {
-	struct zcx_op *op, *tmp;
 	LIST_HEAD(done);
 
 	mutex_lock(&conn->peer->match_mutex);
 	zcx_sender_gone_locked(conn->peer, &done);
 	mutex_unlock(&conn->peer->match_mutex);
-	list_for_each_entry_safe(op, tmp, &done, link) {
-		list_del(&op->link);
-		zcx_op_complete(op, -ECONNRESET, 0, 0);
-	}
+	zcx_ops_complete(&done, -ECONNRESET);
 	zcx_conn_put(conn);
 }
 
@@ -439,10 +435,7 @@ void zcx_ep_cancel(struct zcx_ep *ep)
 		list_move_tail(&op->link, &done);
 	}
 	mutex_unlock(&ep->match_mutex);
-	list_for_each_entry_safe(op, tmp, &done, link) {
-		list_del(&op->link);
-		zcx_op_complete(op, -ECONNRESET, 0, 0);
-	}
+	zcx_ops_complete(&done, -ECONNRESET);
 }
 
 /* An exposed range of a context's memory, by its key. */

@@ -314,6 +314,7 @@ struct zcx_ep *zcx_ep_get(struct zcx_ctx *ctx, u32 idx);
 void zcx_poller_kick(struct zcx_ctx *ctx);
 void zcx_ep_put(struct zcx_ep *ep);
 void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
+void zcx_ops_complete(struct list_head *list, int res);
 bool zcx_addr_valid(const struct zcx_addr *addr, u16 kind);
 void zcx_ep_global_exit(void);
 

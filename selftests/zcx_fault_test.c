@@ -91,7 +91,7 @@ static int kill_victim(struct xside *s, void *arg)
 	if (k->victim_role == VICTIM_RECEIVES) {
 		CK_EQ(0, zcx_irecv(s->ep, k->shared, HUGE_MSG, 1, ~0ULL, &req));
 	} else {
-		char *b = xmap(HUGE_MSG);
+		char *b = zcx_test_anon(HUGE_MSG);
 
 		CK(b);
 		xpat_fill(b, HUGE_MSG, KILL_SEED);
@@ -117,7 +117,7 @@ static int kill_attempt(struct kill_case *k, unsigned int flags)
 
 	memset(k->shared, 0, HUGE_MSG);
 	if (k->victim_role == VICTIM_RECEIVES) {
-		b = xmap(HUGE_MSG);
+		b = zcx_test_anon(HUGE_MSG);
 		CK(b);
 		xpat_fill(b, HUGE_MSG, KILL_SEED);
 	}
@@ -125,7 +125,7 @@ static int kill_attempt(struct kill_case *k, unsigned int flags)
 	CK(pid > 0);
 	CK_EQ(0, xexpect_u64(&s, 1));
 	w.victim = pid;
-	w.buf = k->victim_role == VICTIM_RECEIVES ? k->shared : (unsigned char *)xmap(HUGE_MSG);
+	w.buf = k->victim_role == VICTIM_RECEIVES ? k->shared : (unsigned char *)zcx_test_anon(HUGE_MSG);
 	CK(w.buf);
 	CK_EQ(0, pthread_create(&w.thread, NULL, watch_fn, &w));
 	/* The copy may well run inside this call: the watcher acts meanwhile. */
@@ -247,7 +247,7 @@ static int leave_partner(struct xside *s, void *arg)
 {
 	struct leave *l = arg;
 	struct zcx_req req = xreq(NULL), again = xreq(NULL);
-	char *b = xmap(256 * KiB);
+	char *b = zcx_test_anon(256 * KiB);
 
 	CK(b);
 	xpat_fill(b, 256 * KiB, 0x8001);

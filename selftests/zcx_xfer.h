@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "zcx.h"
+#include "zcx_test.h"
 
 /*
  * Checks for forked processes: print where and what, then make the
@@ -174,13 +175,6 @@ static inline bool xall(const void *buf, size_t len, unsigned char byte)
 }
 
 /* Anonymous private memory (NULL on failure), and shared (before fork). */
-static inline void *xmap(size_t len)
-{
-	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
 static inline void *xmap_shared(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

@@ -91,7 +91,7 @@ static uint64_t size_seed(unsigned int i) { return 0x1000 + i; }
 
 static int integrity_child(struct xside *s, void *arg)
 {
-	char *rbuf = xmap(BIG + SLACK);
+	char *rbuf = zcx_test_anon(BIG + SLACK);
 	unsigned int i;
 
 	(void)arg;
@@ -129,7 +129,7 @@ static int integrity_child(struct xside *s, void *arg)
 
 static int integrity_parent(struct xside *s, void *arg)
 {
-	char *sbuf = xmap(BIG + SLACK), *ebuf = xmap(BIG + SLACK);
+	char *sbuf = zcx_test_anon(BIG + SLACK), *ebuf = zcx_test_anon(BIG + SLACK);
 	unsigned int i;
 
 	(void)arg;
@@ -186,7 +186,7 @@ static uint64_t ooo_seed(unsigned int t) { return 0xa000 + t; }
 static int ooo_child(struct xside *s, void *arg)
 {
 	struct zcx_req req[OOO_N];
-	char *rb = xmap(OOO_N * OOO_SLOT);
+	char *rb = zcx_test_anon(OOO_N * OOO_SLOT);
 	unsigned int j;
 	int t;
 
@@ -219,7 +219,7 @@ static int ooo_child(struct xside *s, void *arg)
 static int ooo_parent(struct xside *s, void *arg)
 {
 	struct zcx_req req[OOO_N];
-	char *sb = xmap(OOO_N * OOO_SLOT);
+	char *sb = zcx_test_anon(OOO_N * OOO_SLOT);
 	unsigned int t;
 
 	(void)arg;
@@ -256,7 +256,7 @@ TEST_F_TIMEOUT(xfer, many_in_flight_out_of_order_tags, 60)
 
 static int unexpected_child(struct xside *s, void *arg)
 {
-	char *b = xmap(UNEXP_BIG + 2 * GUARD);
+	char *b = zcx_test_anon(UNEXP_BIG + 2 * GUARD);
 	uint64_t tag;
 
 	(void)arg;
@@ -279,7 +279,7 @@ static int unexpected_child(struct xside *s, void *arg)
 static int unexpected_parent(struct xside *s, void *arg)
 {
 	struct zcx_req small = xreq(NULL), big = xreq(NULL), small2 = xreq(NULL);
-	char *b = xmap(3 * (UNEXP_BIG + GUARD));
+	char *b = zcx_test_anon(3 * (UNEXP_BIG + GUARD));
 	char *p1 = b + 7, *p2 = b + UNEXP_BIG + GUARD + 9, *p3 = b + 2 * (UNEXP_BIG + GUARD) + 11;
 
 	(void)arg;
@@ -358,7 +358,7 @@ static int flow_parent(struct xside *s, void *arg)
 {
 	struct flow *f = arg;
 	struct zcx_req *req = calloc(f->n, sizeof(*req));
-	char *b = xmap((size_t)f->n * FLOW_SLOT);
+	char *b = zcx_test_anon((size_t)f->n * FLOW_SLOT);
 	unsigned int i, early = 0;
 
 	CK(req && b);
@@ -415,7 +415,7 @@ TEST_F_TIMEOUT(xfer, flow_control_slow_receiver, 90)
 static int truncate_child(struct xside *s, void *arg)
 {
 	struct zcx_req req = xreq(NULL);
-	char *b = xmap(16 * KiB);
+	char *b = zcx_test_anon(16 * KiB);
 
 	(void)arg;
 	CK(b);
@@ -441,7 +441,7 @@ static int truncate_child(struct xside *s, void *arg)
 
 static int truncate_parent(struct xside *s, void *arg)
 {
-	char *b = xmap(16 * KiB);
+	char *b = zcx_test_anon(16 * KiB);
 	struct zcx_req big = xreq(NULL), small = xreq(NULL);
 
 	(void)arg;
@@ -489,7 +489,7 @@ struct mt_thread {
 
 static int mt_send(struct mt_thread *m)
 {
-	char *b = xmap(MT_WINDOW * MT_MAX);
+	char *b = zcx_test_anon(MT_WINDOW * MT_MAX);
 	struct zcx_req req[MT_WINDOW];
 	unsigned int n;
 
@@ -547,7 +547,7 @@ static int mt_parent(struct xside *s, void *arg)
 static int mt_child(struct xside *s, void *arg)
 {
 	unsigned int next[MT_THREADS] = { 0 }, i;
-	char *b = xmap(MT_MAX);
+	char *b = zcx_test_anon(MT_MAX);
 
 	(void)arg;
 	CK(b);
@@ -642,7 +642,7 @@ static int stale_step(struct xside *s, char *map, char *p, size_t len, unsigned 
 static int stale_send_child(struct xside *s, void *arg)
 {
 	int how = *(int *)arg;
-	char *map = xmap(STALE_MAP);
+	char *map = zcx_test_anon(STALE_MAP);
 	unsigned int si, k;
 
 	CK(map);
@@ -672,7 +672,7 @@ static int stale_send_child(struct xside *s, void *arg)
 static int stale_send_parent(struct xside *s, void *arg)
 {
 	int how = *(int *)arg;
-	char *map = xmap(STALE_MAP);
+	char *map = zcx_test_anon(STALE_MAP);
 	unsigned int si, k;
 
 	CK(map);
@@ -736,7 +736,7 @@ static uint64_t get_seed(unsigned int i) { return 0x4000 + i; }
 
 static int putget_child(struct xside *s, void *arg)
 {
-	char *t = xmap(BIG + SLACK);
+	char *t = zcx_test_anon(BIG + SLACK);
 	struct exposed ex;
 	unsigned int i;
 
@@ -768,7 +768,7 @@ static int putget_child(struct xside *s, void *arg)
 
 static int putget_parent(struct xside *s, void *arg)
 {
-	char *src = xmap(BIG + SLACK), *dst = xmap(BIG + SLACK);
+	char *src = zcx_test_anon(BIG + SLACK), *dst = zcx_test_anon(BIG + SLACK);
 	struct exposed ex;
 	unsigned int i;
 
@@ -833,7 +833,7 @@ struct three_regions {
 
 static int rights_child(struct xside *s, void *arg)
 {
-	char *m = xmap(3 * (REG_LEN + 2 * 4096));
+	char *m = zcx_test_anon(3 * (REG_LEN + 2 * 4096));
 	char *ro, *wo, *rw;
 	struct three_regions r;
 
@@ -897,7 +897,7 @@ static int rejected(struct xside *s, bool put, void *buf, size_t len, uint64_t r
 
 static int rights_parent(struct xside *s, void *arg)
 {
-	char *b = xmap(2 * REG_LEN + 8192);
+	char *b = zcx_test_anon(2 * REG_LEN + 8192);
 	struct three_regions r;
 	uint64_t bogus;
 
@@ -965,7 +965,7 @@ TEST_F_TIMEOUT(xfer, put_get_bounds_and_rights, 60)
 static int stale_pg_child(struct xside *s, void *arg)
 {
 	int how = *(int *)arg;
-	char *map = xmap(PG_MAP), *p;
+	char *map = zcx_test_anon(PG_MAP), *p;
 	struct exposed ex;
 
 	CK(map);
@@ -994,7 +994,7 @@ static int stale_pg_child(struct xside *s, void *arg)
 static int stale_pg_parent(struct xside *s, void *arg)
 {
 	int how = *(int *)arg;
-	char *lmap = xmap(PG_MAP), *smap = xmap(PG_MAP), *l, *src;
+	char *lmap = zcx_test_anon(PG_MAP), *smap = zcx_test_anon(PG_MAP), *l, *src;
 	struct zcx_mr *lmr, *smr;
 	struct zcx_req req;
 	struct exposed ex;
@@ -1083,7 +1083,7 @@ struct burst {
 static int burst_child(struct xside *s, void *arg)
 {
 	struct zcx_req *req = calloc(BURST, sizeof(*req));
-	char *b = xmap(BURST * BURST_LEN);
+	char *b = zcx_test_anon(BURST * BURST_LEN);
 	unsigned int i;
 
 	(void)arg;
@@ -1109,7 +1109,7 @@ static int burst_parent(struct xside *s, void *arg)
 {
 	struct burst *bu = arg;
 	struct zcx_req *req = calloc(BURST, sizeof(*req));
-	char *b = xmap(BURST * BURST_LEN);
+	char *b = zcx_test_anon(BURST * BURST_LEN);
 	uint64_t before;
 	unsigned int i;
 
