@@ -471,7 +471,8 @@ struct zcx_ring_offsets {
  * @reserved:	in: must be zero.
  *
  * Errors: EINVAL (flags, size, reserved), ENOSPC (ZCX_MAX_ENDPOINTS
- * already), ENOMEM.
+ * already), EAGAIN (ZCX_EP_POLL: the node runs max_pollers polling
+ * threads already), ENOMEM.
  */
 struct zcx_ep_create {
 	__u32 flags;
