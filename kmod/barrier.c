@@ -2,22 +2,25 @@
 /*
  * barrier.c - barriers between the endpoints of a node.
  *
- * Chosen for latency on a node, where every waiter must be woken anyway:
- * a central counter.  Each arrival is one increment under a spinlock; the
- * last one completes every waiting arrival, so each process is woken
- * exactly once per round and nobody relays messages (a dissemination
- * barrier would need log2(N) wake-ups per process).  Each member counts
- * its own arrivals, so a member that arrives again (a second non-blocking
- * barrier, say) before the round completed waits for the next round
- * instead of counting twice in this one.
+ * Chosen for latency: the members arrive in a page they all map (struct
+ * zcx_bar_state), a counter and a round number, so a barrier whose
+ * members run costs no system call at all.  The module owns membership:
+ * it hands out the page, breaks the barrier when a member leaves, and
+ * puts to sleep the members that stopped spinning (ZCX_OP_BARRIER), to be
+ * woken by the member that completes the round.  It only reads the
+ * round from the page and never trusts it.
  */
 #include <linux/cred.h>
+#include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/xarray.h>
 #include <crypto/algapi.h>
 
 #include "zcx.h"
+
+/* A barrier's state page: (endpoint + 1) << 32 | (number + 1) << 24. */
+#define ZCX_MMAP_BAR_SHIFT	24
 
 /**
  * struct zcx_barrier - a barrier of @nprocs endpoints.
@@ -26,14 +29,14 @@
  * @id:		number in the node-wide table.
  * @key:	the address's secret.
  * @owner:	euid of the creator; only that user may join.
+ * @page:	the state page the members map ...
+ * @state:	... and its kernel address.
  * @lock:	protects the fields below.
  * @nprocs:	members.
  * @joined:	members so far.
- * @round:	the round under way.
- * @arrived:	arrivals in it ...
- * @waiters:	... waiting for it (struct zcx_op).
- * @early:	arrivals for later rounds (round number in zcx_op.tag).
- * @broken:	a member left: every arrival fails.
+ * @waiters:	ZCX_OP_BARRIER waits (struct zcx_op, round in tag).
+ * @sleepers:	how many; published in @state.
+ * @broken:	a member left: every wait fails.
  */
 struct zcx_barrier {
 	struct kref ref;
@@ -41,13 +44,13 @@ struct zcx_barrier {
 	u32 id;
 	u64 key;
 	kuid_t owner;
+	struct page *page;
+	struct zcx_bar_state *state;
 	spinlock_t lock;		/* see the lock order in zcx.h */
 	u32 nprocs;
 	u32 joined;
-	u64 round;
-	u32 arrived;
 	struct list_head waiters;
-	struct list_head early;
+	u32 sleepers;
 	bool broken;
 };
 
@@ -58,6 +61,8 @@ static void zcx_bar_release(struct kref *ref)
 	struct zcx_barrier *bar = container_of(ref, struct zcx_barrier, ref);
 
 	xa_erase(&zcx_bar_table, bar->id);
+	/* Mappings hold references of their own. */
+	put_page(bar->page);
 	kfree_rcu(bar, rcu);
 }
 
@@ -80,10 +85,7 @@ static int zcx_bar_attach(struct zcx_ctx *ctx, u32 ep_idx, struct zcx_barrier *b
 		ret = -ENOSPC;
 		for (i = 0; i < ZCX_MAX_BARRIERS; i++) {
 			if (!ep->bars[i]) {
-				mutex_lock(&ep->sq_mutex);
-				ep->bar_rounds[i] = bar->round;
-				mutex_unlock(&ep->sq_mutex);
-				/* Initialised before readers under sq_mutex see it. */
+				/* Initialised before lockless readers see it. */
 				smp_store_release(&ep->bars[i], bar);
 				*idx = i;
 				ret = 0;
@@ -104,6 +106,11 @@ static void zcx_bar_unjoin(struct zcx_barrier *bar)
 	zcx_bar_put(bar);
 }
 
+static u64 zcx_bar_mmap_offset(u32 ep_idx, u32 idx)
+{
+	return (u64)(ep_idx + 1) << ZCX_MMAP_EP_SHIFT | (u64)(idx + 1) << ZCX_MMAP_BAR_SHIFT;
+}
+
 int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg)
 {
 	struct zcx_barrier *bar;
@@ -115,16 +122,22 @@ int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg)
 	bar = kzalloc(sizeof(*bar), GFP_KERNEL_ACCOUNT);
 	if (!bar)
 		return -ENOMEM;
+	bar->page = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+	if (!bar->page) {
+		kfree(bar);
+		return -ENOMEM;
+	}
+	bar->state = page_address(bar->page);
 	kref_init(&bar->ref);
 	spin_lock_init(&bar->lock);
 	INIT_LIST_HEAD(&bar->waiters);
-	INIT_LIST_HEAD(&bar->early);
 	bar->key = get_random_u64();
 	bar->owner = current_euid();
 	bar->nprocs = arg->nprocs;
 	bar->joined = 1;
 	ret = xa_alloc(&zcx_bar_table, &id, NULL, xa_limit_32b, GFP_KERNEL);
 	if (ret) {
+		put_page(bar->page);
 		kfree(bar);
 		return ret;
 	}
@@ -140,6 +153,8 @@ int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg)
 	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
 	if (ret)
 		zcx_bar_put(bar);
+	else
+		arg->mmap_offset = zcx_bar_mmap_offset(arg->ep, arg->bar);
 	return ret;
 }
 
@@ -174,6 +189,8 @@ int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg)
 	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
 	if (ret)
 		zcx_bar_unjoin(bar);
+	else
+		arg->mmap_offset = zcx_bar_mmap_offset(arg->ep, arg->bar);
 	return ret;
 
 out_put:
@@ -182,56 +199,59 @@ out_put:
 	return ret;
 }
 
-/*
- * Complete the rounds that are full, starting with the one under way, and
- * move the early arrivals of each next round in.  bar->lock held.
- */
-static void zcx_bar_advance_locked(struct zcx_barrier *bar, struct list_head *done)
+/* Whether round @round of @bar is over (the page's round is past it). */
+static bool zcx_bar_passed(struct zcx_barrier *bar, u32 round)
 {
-	struct zcx_op *it, *tmp;
-
-	while (bar->arrived == bar->nprocs) {
-		list_splice_tail_init(&bar->waiters, done);
-		bar->arrived = 0;
-		bar->round++;
-		list_for_each_entry_safe(it, tmp, &bar->early, link) {
-			if (it->tag == bar->round) {
-				list_move_tail(&it->link, &bar->waiters);
-				bar->arrived++;
-			}
-		}
-	}
+	return (s32)(READ_ONCE(bar->state->round) - round) > 0;
 }
 
-/* Arrive; the round's last arrival completes everybody's.  sq_mutex held. */
+/* Publish the count of sleepers to the members.  bar->lock held. */
+static void zcx_bar_set_sleepers_locked(struct zcx_barrier *bar, u32 sleepers)
+{
+	bar->sleepers = sleepers;
+	WRITE_ONCE(bar->state->sleepers, sleepers);
+}
+
+/*
+ * Wait until round @op->tag is over; and wake the waits whose round is.
+ * The waiter publishes itself in the sleepers count before it looks at
+ * the round; the member completing a round stores the round before it
+ * looks at the count (struct zcx_bar_state): with a full barrier on both
+ * sides, either that member sees the sleeper and submits a wake-up, or
+ * this look sees the round over.  sq_mutex held.
+ */
 void zcx_op_barrier(struct zcx_op *op, u32 idx)
 {
 	struct zcx_barrier *bar = NULL;
+	struct zcx_op *it, *tmp;
 	LIST_HEAD(done);
+	u32 woken = 0;
 
 	if (idx < ZCX_MAX_BARRIERS)
 		/* Pairs with the release in zcx_bar_attach(). */
 		bar = smp_load_acquire(&op->ep->bars[idx]);
-	if (!bar) {
+	if (!bar || op->tag > U32_MAX) {
 		zcx_op_complete(op, -EINVAL, 0, 0);
 		return;
 	}
-	/* This member's arrival number is the round it belongs to. */
-	op->tag = op->ep->bar_rounds[idx]++;
 	spin_lock(&bar->lock);
 	if (bar->broken) {
 		list_add_tail(&op->link, &done);
 		spin_unlock(&bar->lock);
-		zcx_ops_complete(&done, -ECONNRESET);
+		zcx_ops_complete(&done, zcx_bar_passed(bar, op->tag) ? 0 : -ECONNRESET);
 		return;
 	}
-	if (op->tag == bar->round) {
-		list_add_tail(&op->link, &bar->waiters);
-		bar->arrived++;
-		zcx_bar_advance_locked(bar, &done);
-	} else {
-		list_add_tail(&op->link, &bar->early);
+	list_add_tail(&op->link, &bar->waiters);
+	zcx_bar_set_sleepers_locked(bar, bar->sleepers + 1);
+	/* Sleepers before round: pairs with the members' fence after it. */
+	smp_mb();
+	list_for_each_entry_safe(it, tmp, &bar->waiters, link) {
+		if (zcx_bar_passed(bar, it->tag)) {
+			list_move_tail(&it->link, &done);
+			woken++;
+		}
 	}
+	zcx_bar_set_sleepers_locked(bar, bar->sleepers - woken);
 	spin_unlock(&bar->lock);
 	zcx_ops_complete(&done, 0);
 }
@@ -239,13 +259,20 @@ void zcx_op_barrier(struct zcx_op *op, u32 idx)
 /* Leave a barrier: it breaks, and what waits on it fails. */
 static void zcx_bar_leave(struct zcx_barrier *bar)
 {
+	struct zcx_op *it, *tmp;
+	LIST_HEAD(passed);
 	LIST_HEAD(done);
 
 	spin_lock(&bar->lock);
 	bar->broken = true;
-	list_splice_init(&bar->waiters, &done);
-	list_splice_init(&bar->early, &done);
+	/* After the rounds it saw end: members read it before the round. */
+	smp_store_release(&bar->state->broken, 1);
+	/* Rounds that ended before (their wake-up may be what got lost) pass. */
+	list_for_each_entry_safe(it, tmp, &bar->waiters, link)
+		list_move_tail(&it->link, zcx_bar_passed(bar, it->tag) ? &passed : &done);
+	zcx_bar_set_sleepers_locked(bar, 0);
 	spin_unlock(&bar->lock);
+	zcx_ops_complete(&passed, 0);
 	zcx_ops_complete(&done, -ECONNRESET);
 	zcx_bar_put(bar);
 }
@@ -260,7 +287,7 @@ void zcx_ep_leave_barriers(struct zcx_ep *ep)
 		bar = ep->bars[i];
 		if (!bar)
 			continue;
-		ep->bars[i] = NULL;
+		WRITE_ONCE(ep->bars[i], NULL);
 		zcx_bar_leave(bar);
 	}
 }
@@ -277,12 +304,46 @@ void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
 		/* Not while a submission may be looking at it. */
 		mutex_lock(&ep->sq_mutex);
 		bar = ep->bars[idx];
-		ep->bars[idx] = NULL;
+		WRITE_ONCE(ep->bars[idx], NULL);
 		mutex_unlock(&ep->sq_mutex);
 	}
 	mutex_unlock(&ctx->ep_mutex);
 	if (bar)
 		zcx_bar_leave(bar);
+}
+
+/*
+ * mmap() of a barrier's state page, at the offset ZCX_IOC_BAR_CREATE or
+ * ZCX_IOC_BAR_JOIN gave: only a member endpoint of this context maps it.
+ * Called with mmap_lock held, so no ctx->ep_mutex here (see the lock
+ * order): RCU keeps the barrier while we take a reference.
+ */
+int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
+{
+	u64 offset = (u64)vma->vm_pgoff << PAGE_SHIFT;
+	u32 idx = ((offset & (BIT_ULL(ZCX_MMAP_EP_SHIFT) - 1)) >> ZCX_MMAP_BAR_SHIFT) - 1;
+	struct zcx_barrier *bar = NULL;
+	struct zcx_ep *ep;
+	int ret;
+
+	if (offset & (BIT_ULL(ZCX_MMAP_BAR_SHIFT) - 1) || idx >= ZCX_MAX_BARRIERS ||
+	    vma_pages(vma) != 1 || !(vma->vm_flags & VM_SHARED))
+		return -EINVAL;
+	ep = zcx_ep_get(ctx, (offset >> ZCX_MMAP_EP_SHIFT) - 1);
+	if (!ep)
+		return -EINVAL;
+	rcu_read_lock();
+	bar = READ_ONCE(ep->bars[idx]);
+	if (bar && !kref_get_unless_zero(&bar->ref))
+		bar = NULL;
+	rcu_read_unlock();
+	zcx_ep_put(ep);
+	if (!bar)
+		return -EINVAL;
+	vm_flags_set(vma, VM_DONTCOPY | VM_DONTEXPAND | VM_DONTDUMP);
+	ret = vm_insert_page(vma, vma->vm_start, bar->page);
+	zcx_bar_put(bar);
+	return ret;
 }
 
 void zcx_bar_global_exit(void)

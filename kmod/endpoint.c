@@ -16,6 +16,7 @@
 #include <linux/random.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
+#include <linux/sched/stat.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
@@ -26,7 +27,6 @@
 #include "zcx.h"
 
 /* Ring mappings sit above the status area, one 4 GiB window each. */
-#define ZCX_MMAP_EP_SHIFT	32
 
 /* The shared header; each side's indices on their own cache line. */
 struct zcx_ring_hdr {
@@ -655,7 +655,15 @@ static int zcx_poller(void *data)
 			continue;
 		}
 		if (alive && ktime_get_ns() < idle_until) {
-			cond_resched();
+			/*
+			 * Idle, and others wait for this CPU (more threads
+			 * than CPUs): let them run now rather than at the
+			 * next tick, they are what we wait for.
+			 */
+			if (single_task_running())
+				cond_resched();
+			else
+				schedule();
 			continue;
 		}
 		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP);
@@ -697,7 +705,10 @@ static int zcx_poller_start(struct zcx_ctx *ctx)
 	return 0;
 }
 
-/* mmap() of an endpoint's rings, at the offset ZCX_IOC_EP_CREATE gave. */
+/*
+ * mmap() of an endpoint's rings, at the offset ZCX_IOC_EP_CREATE gave, or
+ * of one of its barriers' state pages.
+ */
 int zcx_ep_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 {
 	u64 offset = (u64)vma->vm_pgoff << PAGE_SHIFT;
@@ -705,8 +716,10 @@ int zcx_ep_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 	unsigned long i;
 	int ret = 0;
 
-	if (offset & ((1ULL << ZCX_MMAP_EP_SHIFT) - 1) || !(offset >> ZCX_MMAP_EP_SHIFT))
+	if (!(offset >> ZCX_MMAP_EP_SHIFT))
 		return -EINVAL;
+	if (offset & (BIT_ULL(ZCX_MMAP_EP_SHIFT) - 1))
+		return zcx_bar_mmap(ctx, vma);
 	ep = zcx_ep_get(ctx, (offset >> ZCX_MMAP_EP_SHIFT) - 1);
 	if (!ep)
 		return -EINVAL;

@@ -15,7 +15,7 @@
  *   zcx_ctx.reap_mutex	held through a whole reaper pass, so that
  *				waiting for it means the pages are unpinned;
  *   mm->mmap_lock		taken by pinning and the VMA check;
- *   zcx_barrier.lock	spinlock: a barrier's arrivals;
+ *   zcx_barrier.lock	spinlock: a barrier's sleepers;
  *   zcx_ep.cq_lock		spinlock: the CQ's producer side;
  *   zcx_ctx.expose_lock	spinlock: the exposures' hash table;
  *   zcx_ctx.lock		a spinlock, innermost.  MMU-notifier callbacks
@@ -190,6 +190,9 @@ struct zcx_ctx {
 	DECLARE_HASHTABLE(exposed, 6);
 };
 
+/* An endpoint's mmap() offsets: (index + 1) << this, and below it its barriers. */
+#define ZCX_MMAP_EP_SHIFT	32
+
 struct zcx_ring_hdr;
 struct zcx_barrier;
 
@@ -224,8 +227,7 @@ struct zcx_barrier;
  *		when the last goes, posted receives fail.
  * @conns:	connections by number (struct zcx_conn).
  * @bars:	barriers joined, by number (set under ctx->ep_mutex, read
- *		under @sq_mutex).
- * @bar_rounds:	arrivals at each so far (under @sq_mutex).
+ *		under @sq_mutex or RCU).
  */
 struct zcx_ep {
 	struct kref ref;
@@ -258,7 +260,6 @@ struct zcx_ep {
 	unsigned int senders;
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
-	u64 bar_rounds[ZCX_MAX_BARRIERS];
 };
 
 /**
@@ -338,6 +339,7 @@ int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg);
 void zcx_op_barrier(struct zcx_op *op, u32 bar);
 void zcx_ep_leave_barriers(struct zcx_ep *ep);
 void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx);
+int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);
 void zcx_bar_global_exit(void);
 
 /* context.c */

@@ -12,14 +12,31 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
 #include "zcx_internal.h"
 
+/* A barrier's state page (struct zcx_bar_state) as this member sees it. */
+struct zcx_bar_member {
+	struct zcx_bar_state *state;	/* mapped; NULL: not a member */
+	uint32_t nprocs;
+	uint32_t arrivals;		/* so far: the next one's round */
+};
+
+/* Where a barrier request is (zcx_req.phase_). */
+enum {
+	ZCX_BAR_TURN = 1,	/* waiting for its round to begin */
+	ZCX_BAR_ARRIVED,	/* arrived, its round not over yet */
+	ZCX_BAR_ASLEEP,		/* a ZCX_OP_BARRIER waits for it in the module */
+};
+
 /* Polls of the CQ before sleeping; ZCX_SPIN overrides. */
 #define ZCX_SPIN_DEFAULT	20000
 #define ZCX_SPIN_POLL_DEFAULT	200000
+/* On a polled endpoint, polls between two sched_yield()s. */
+#define ZCX_YIELD_EVERY		256
 
 struct zcx_ep {
 	struct zcx *zcx;
@@ -40,6 +57,7 @@ struct zcx_ep {
 	uint32_t unsubmitted;		/* published, kernel not told (enter mode) */
 	unsigned long spin;
 	uint64_t syscalls;
+	struct zcx_bar_member bars[ZCX_MAX_BARRIERS];
 };
 
 static unsigned long zcx_spin_budget(bool poll)
@@ -125,19 +143,27 @@ err_free:
 ZCX_EXPORT void zcx_ep_destroy(struct zcx_ep *ep)
 {
 	struct zcx_ep_destroy arg;
+	unsigned int i;
 
 	if (!ep)
 		return;
 	pthread_mutex_lock(&ep->zcx->eps_lock);
 	zcx_list_del(&ep->link);
 	pthread_mutex_unlock(&ep->zcx->eps_lock);
-	/* In a child of fork() the endpoint is the parent's: only free ours. */
+	/*
+	 * In a child of fork() the endpoint is the parent's and its mappings
+	 * were not inherited (their ranges may hold the child's own memory
+	 * by now): only free ours.
+	 */
 	if (!zcx_check_owner(ep->zcx)) {
 		memset(&arg, 0, sizeof(arg));
 		arg.ep = ep->idx;
 		zcx_ioctl(ep->zcx, ZCX_IOC_EP_DESTROY, &arg);
+		munmap(ep->ring, ep->ring_size);
+		for (i = 0; i < ZCX_MAX_BARRIERS; i++)
+			if (ep->bars[i].state)
+				munmap(ep->bars[i].state, sizeof(*ep->bars[i].state));
 	}
-	munmap(ep->ring, ep->ring_size);
 	pthread_cond_destroy(&ep->reaped);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
@@ -270,6 +296,31 @@ static void zcx_unlock(struct zcx_ep *ep)
  * Queue one submission and ring the doorbell (or not, if @lazy).  With
  * both rings full of work the module has not finished, -EAGAIN.
  */
+static int zcx_post(struct zcx_ep *ep, const struct zcx_sqe *sqe, bool lazy)
+{
+	int ret;
+
+	pthread_mutex_lock(&ep->lock);
+	if (zcx_sq_full(ep)) {
+		/* The kernel has not taken earlier entries yet: let it. */
+		zcx_reap_locked(ep);
+		ret = zcx_ring_doorbell_locked(ep);
+		if (ret && ret != -EBUSY)
+			goto out;
+		ret = -EAGAIN;
+		if (zcx_sq_full(ep))
+			goto out;
+	}
+	ret = zcx_publish_locked(ep, sqe, lazy);
+	/* Taken or not, it is published: it will complete. */
+	if (ret == -EBUSY)
+		ret = 0;
+out:
+	zcx_unlock(ep);
+	return ret;
+}
+
+/* zcx_post() for @req, whose outputs it resets. */
 static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *req, bool lazy)
 {
 	int ret;
@@ -284,25 +335,7 @@ static int zcx_submit(struct zcx_ep *ep, struct zcx_sqe *sqe, struct zcx_req *re
 	sqe->user_data = (uintptr_t)req;
 	if (req->mr)
 		sqe->handle = zcx_mr_handle(req->mr);
-
-	pthread_mutex_lock(&ep->lock);
-	if (zcx_sq_full(ep)) {
-		/* The kernel has not taken earlier entries yet: let it. */
-		zcx_reap_locked(ep);
-		ret = zcx_ring_doorbell_locked(ep);
-		if (ret && ret != -EBUSY)
-			goto out;
-		ret = -EAGAIN;
-		if (zcx_sq_full(ep))
-			goto out;
-	}
-	ret = zcx_publish_locked(ep, sqe, lazy);
-	/* Taken or not, it is published: the request will complete. */
-	if (ret == -EBUSY)
-		ret = 0;
-out:
-	zcx_unlock(ep);
-	return ret;
+	return zcx_post(ep, sqe, lazy);
 }
 
 ZCX_EXPORT int zcx_ep_flush(struct zcx_ep *ep)
@@ -326,12 +359,127 @@ ZCX_EXPORT int zcx_ep_flush(struct zcx_ep *ep)
 	return ret;
 }
 
+/*
+ * One poll's pause.  On a polled endpoint the work is done by kernel
+ * threads, which may be waiting for this very CPU when a node runs more
+ * threads than CPUs: give them a turn now and then.  sched_yield() with
+ * nobody else runnable returns at once.
+ */
+static void zcx_spin_pause(const struct zcx_ep *ep, unsigned long spins)
+{
+	if ((ep->flags & ZCX_EP_POLL) && !(spins % ZCX_YIELD_EVERY))
+		sched_yield();
+	else
+		zcx_cpu_relax();
+}
+
+static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req);
+
+static void zcx_req_finish(struct zcx_req *req, int status)
+{
+	req->status = status;
+	__atomic_store_n(&req->done, true, __ATOMIC_RELEASE);
+}
+
+/* Wake the members asleep in the module for round @round of barrier @bar. */
+static void zcx_bar_wake(struct zcx_ep *ep, uint32_t bar, uint32_t round)
+{
+	const struct zcx_sqe wake = { .opcode = ZCX_OP_BARRIER, .peer = bar, .tag = round };
+
+	/* Its completion carries no request: reaping skips it. */
+	while (zcx_post(ep, &wake, false) == -EAGAIN && !zcx_wait_for(ep, NULL))
+		;
+}
+
+/*
+ * Move a barrier request along without blocking, by the protocol of
+ * struct zcx_bar_state; whether it completed.
+ */
+static bool zcx_bar_progress(struct zcx_ep *ep, struct zcx_req *req)
+{
+	struct zcx_bar_member *m = &ep->bars[req->bar_ - 1];
+	struct zcx_bar_state *st = m->state;
+	uint32_t round = req->round_, broken;
+
+	if (req->phase_ == ZCX_BAR_TURN) {
+		if (__atomic_load_n(&st->broken, __ATOMIC_RELAXED)) {
+			zcx_req_finish(req, -ECONNRESET);
+			return true;
+		}
+		/* Our previous arrival's round is still under way. */
+		if ((int32_t)(__atomic_load_n(&st->round, __ATOMIC_ACQUIRE) - round) < 0)
+			return false;
+		req->phase_ = ZCX_BAR_ARRIVED;
+		if (__atomic_add_fetch(&st->arrived, 1, __ATOMIC_ACQ_REL) >= m->nprocs) {
+			__atomic_store_n(&st->arrived, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&st->round, round + 1, __ATOMIC_RELEASE);
+			/* Round before sleepers: pairs with the module's barrier. */
+			__atomic_thread_fence(__ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&st->sleepers, __ATOMIC_RELAXED))
+				zcx_bar_wake(ep, req->bar_ - 1, round);
+			zcx_req_finish(req, 0);
+			return true;
+		}
+	}
+	/*
+	 * Broken before the round: a member that leaves after our round
+	 * ended (it saw the round end) must not fail us.
+	 */
+	broken = __atomic_load_n(&st->broken, __ATOMIC_ACQUIRE);
+	if ((int32_t)(__atomic_load_n(&st->round, __ATOMIC_ACQUIRE) - round) > 0) {
+		zcx_req_finish(req, 0);
+		return true;
+	}
+	if (broken) {
+		zcx_req_finish(req, -ECONNRESET);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Spin on a barrier request, then sleep in the module: hand it a
+ * ZCX_OP_BARRIER for the request, which then completes through the CQ.
+ */
+static int zcx_bar_wait(struct zcx_ep *ep, struct zcx_req *req)
+{
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_BARRIER, .peer = req->bar_ - 1u };
+	unsigned long spins;
+	int ret;
+
+	for (spins = 0; !zcx_bar_progress(ep, req); spins++) {
+		if (spins < ep->spin) {
+			zcx_spin_pause(ep, spins + 1);
+			continue;
+		}
+		if (req->phase_ == ZCX_BAR_TURN) {
+			/* Two of our requests on one barrier: the first one's round. */
+			sched_yield();
+			continue;
+		}
+		sqe.tag = req->round_;
+		ret = zcx_submit(ep, &sqe, req, false);
+		if (!ret) {
+			req->phase_ = ZCX_BAR_ASLEEP;
+			return 1;
+		}
+		if (ret != -EAGAIN)
+			return ret;
+		ret = zcx_wait_for(ep, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 ZCX_EXPORT int zcx_test(struct zcx_ep *ep, struct zcx_req *req)
 {
 	int ret = 0;
 
 	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
 		return 1;
+	if (req->bar_ && req->phase_ != ZCX_BAR_ASLEEP)
+		return zcx_bar_progress(ep, req);
 	pthread_mutex_lock(&ep->lock);
 	zcx_reap_locked(ep);
 	if (ep->unsubmitted || (ep->flags & ZCX_EP_POLL))
@@ -371,7 +519,7 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 		if (spins < ep->spin) {
 			spins++;
 			if (!zcx_cq_pending(ep)) {
-				zcx_cpu_relax();
+				zcx_spin_pause(ep, spins);
 				continue;
 			}
 		}
@@ -411,6 +559,14 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 
 ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 {
+	int ret;
+
+	if (req->bar_ && req->phase_ != ZCX_BAR_ASLEEP &&
+	    !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
+		ret = zcx_bar_wait(ep, req);
+		if (ret <= 0)
+			return ret ? ret : req->status;
+	}
 	return zcx_wait_for(ep, req);
 }
 
@@ -423,6 +579,7 @@ static int zcx_xfer(struct zcx_ep *ep, uint8_t opcode, uint32_t peer, uint64_t a
 		.tag_mask = mask_or_raddr, .rkey = rkey,
 	};
 
+	req->bar_ = 0;
 	/*
 	 * A receive needs to reach the module only before the message does
 	 * or when its caller waits: the next send's doorbell carries it.
@@ -456,7 +613,24 @@ ZCX_EXPORT int zcx_iget(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
 
 ZCX_EXPORT int zcx_ibarrier(struct zcx_ep *ep, uint32_t bar, struct zcx_req *req)
 {
-	return zcx_xfer(ep, ZCX_OP_BARRIER, bar, 0, 0, 0, 0, 0, req);
+	struct zcx_bar_member *m;
+	int ret;
+
+	ret = zcx_check_owner(ep->zcx);
+	if (ret)
+		return ret;
+	if (bar >= ZCX_MAX_BARRIERS || !ep->bars[bar].state)
+		return -EINVAL;
+	m = &ep->bars[bar];
+	req->done = false;
+	req->status = 0;
+	req->len = 0;
+	req->tag = 0;
+	req->bar_ = (uint16_t)(bar + 1);
+	req->phase_ = ZCX_BAR_TURN;
+	req->round_ = __atomic_fetch_add(&m->arrivals, 1, __ATOMIC_RELAXED);
+	zcx_bar_progress(ep, req);
+	return 0;
 }
 
 /* Start, then wait: the blocking forms.  Full rings: make room, retry. */
@@ -534,6 +708,21 @@ ZCX_EXPORT int zcx_unexpose(struct zcx *zcx, uint64_t rkey)
 	return ret ? ret : zcx_ioctl(zcx, ZCX_IOC_UNEXPOSE, &arg);
 }
 
+/* Map the state page of membership @bar. */
+static int zcx_bar_map(struct zcx_ep *ep, uint32_t bar, uint32_t nprocs, uint64_t offset)
+{
+	void *state;
+
+	if (bar >= ZCX_MAX_BARRIERS)
+		return -EPROTO;
+	state = mmap(NULL, sizeof(struct zcx_bar_state), PROT_READ | PROT_WRITE, MAP_SHARED,
+		     ep->zcx->fd, (off_t)offset);
+	if (state == MAP_FAILED)
+		return -errno;
+	ep->bars[bar] = (struct zcx_bar_member){ .state = state, .nprocs = nprocs };
+	return 0;
+}
+
 ZCX_EXPORT int zcx_barrier_create(struct zcx_ep *ep, unsigned int nprocs,
 				  struct zcx_addr *addr, uint32_t *bar)
 {
@@ -543,6 +732,8 @@ ZCX_EXPORT int zcx_barrier_create(struct zcx_ep *ep, unsigned int nprocs,
 	ret = zcx_check_owner(ep->zcx);
 	if (!ret)
 		ret = zcx_ioctl(ep->zcx, ZCX_IOC_BAR_CREATE, &arg);
+	if (!ret)
+		ret = zcx_bar_map(ep, arg.bar, nprocs, arg.mmap_offset);
 	if (!ret) {
 		*addr = arg.addr;
 		*bar = arg.bar;
@@ -558,6 +749,8 @@ ZCX_EXPORT int zcx_barrier_join(struct zcx_ep *ep, const struct zcx_addr *addr, 
 	ret = zcx_check_owner(ep->zcx);
 	if (!ret)
 		ret = zcx_ioctl(ep->zcx, ZCX_IOC_BAR_JOIN, &arg);
+	if (!ret)
+		ret = zcx_bar_map(ep, arg.bar, arg.nprocs, arg.mmap_offset);
 	if (!ret)
 		*bar = arg.bar;
 	return ret;

@@ -165,7 +165,10 @@ uint64_t zcx_events_head(const struct zcx *zcx);
  *
  * With ZCX_EP_POLL a kernel thread takes submissions, so a busy endpoint
  * sends and completes with no system call at all; an idle thread sleeps
- * and the library rings the doorbell when the module asks for it.
+ * and the library rings the doorbell when the module asks for it.  While
+ * it waits on a polled endpoint, the library calls sched_yield() every
+ * 256 polls, so that polling threads get a CPU on a node with more
+ * threads than CPUs (with a CPU to spare, the call returns at once).
  *
  * Waiting spins on the completion ring before sleeping in the module:
  * ZCX_SPIN (environment) sets the number of polls (default 20000, 200000
@@ -181,6 +184,10 @@ struct zcx_req {
 	bool done;		/* out */
 	size_t len;		/* out */
 	uint64_t tag;		/* out */
+	/* The library's own: a barrier's progress. */
+	uint16_t bar_;
+	uint16_t phase_;
+	uint32_t round_;
 };
 
 /*
@@ -246,7 +253,10 @@ int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
  * Barriers: one member creates it for @nprocs endpoints and passes the
  * address to the others, who join; *bar is its number on the endpoint.
  * zcx_barrier() returns once all members arrived; -ECONNRESET once a
- * member went away.
+ * member went away.  Arriving and waiting happen in a page the members
+ * share, without system calls; a member that waited ZCX_SPIN polls sleeps
+ * in the module.  A second zcx_ibarrier() on the same barrier before the
+ * first completed arrives once the first's round is over.
  */
 int zcx_barrier_create(struct zcx_ep *ep, unsigned int nprocs, struct zcx_addr *addr,
 		       uint32_t *bar);

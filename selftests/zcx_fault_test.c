@@ -711,10 +711,24 @@ TEST_F(raw, expose_bad_args)
 	munmap(buf, 64 * 1024);
 }
 
+/* mmap()'s errno for @len bytes at @offset of @fd, 0 if it mapped. */
+static int map_errno(int fd, size_t len, int flags, uint64_t offset)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, flags, fd, (off_t)offset);
+
+	if (p == MAP_FAILED)
+		return -errno;
+	munmap(p, len);
+	return 0;
+}
+
 TEST_F(raw, barrier_bad_args)
 {
 	struct zcx_bar_create bc;
 	struct zcx_bar_join bj;
+	struct zcx_bar_state *page;
+	struct zcx_sqe sqe;
+	struct zcx_cqe cqe;
 	int ret;
 
 	memset(&bc, 0, sizeof(bc));
@@ -735,6 +749,23 @@ TEST_F(raw, barrier_bad_args)
 	bc.reserved[1] = 0;
 	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_BAR_CREATE, &bc));
 	EXPECT_EQ(ZCX_ADDR_BARRIER, bc.addr.kind);
+
+	/* Its state page: one shared page, at that offset only. */
+	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, self->fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, page);
+	EXPECT_EQ(0, page->round);
+	EXPECT_EQ(0, page->broken);
+	EXPECT_EQ(0, munmap(page, 4096));
+	EXPECT_EQ(-EINVAL, map_errno(self->fd, 8192, MAP_SHARED, bc.mmap_offset));
+	EXPECT_EQ(-EINVAL, map_errno(self->fd, 4096, MAP_PRIVATE, bc.mmap_offset));
+	EXPECT_EQ(-EINVAL, map_errno(self->fd, 4096, MAP_SHARED, bc.mmap_offset + 4096));
+	/* The next number is no barrier of ours, nor is another endpoint's. */
+	EXPECT_EQ(-EINVAL, map_errno(self->fd, 4096, MAP_SHARED, bc.mmap_offset + (1 << 24)));
+	EXPECT_EQ(-EINVAL, map_errno(self->fd, 4096, MAP_SHARED,
+				     bc.mmap_offset + (1ULL << 32)));
+	/* Rounds are 32-bit. */
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_BARRIER, .peer = bc.bar, .tag = 1ULL << 32 };
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
 
 	memset(&bj, 0, sizeof(bj));
 	bj.ep = self->r.c.ep + 1000;

@@ -560,7 +560,7 @@ struct zcx_enter {
 #define ZCX_OP_RECV		2	/* receive a message matching tag/mask */
 #define ZCX_OP_PUT		3	/* write [addr, +len) to the peer's memory */
 #define ZCX_OP_GET		4	/* read the peer's memory into [addr, +len) */
-#define ZCX_OP_BARRIER		5	/* arrive at barrier @peer, complete when all did */
+#define ZCX_OP_BARRIER		5	/* wait for round @tag of barrier @peer to pass */
 
 /**
  * struct zcx_sqe - a submission.
@@ -571,7 +571,8 @@ struct zcx_enter {
  * @user_data:	copied to the completion.
  * @addr:	local buffer (SEND, RECV, PUT, GET).
  * @len:	its length in bytes.
- * @tag:	SEND: the message's tag; RECV: the tag to match.
+ * @tag:	SEND: the message's tag; RECV: the tag to match; BARRIER:
+ *		the round (struct zcx_bar_state).
  * @tag_mask:	RECV: bits of @tag that must match (0 takes any message).
  * @remote_addr: PUT, GET: address in the peer's exposed region.
  * @rkey:	PUT, GET: the key of that region (ZCX_IOC_EXPOSE).
@@ -678,6 +679,41 @@ struct zcx_unexpose {
 };
 
 /**
+ * struct zcx_bar_state - a barrier's state page, shared by its members:
+ *		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+ *		mmap_offset of ZCX_IOC_BAR_CREATE or ZCX_IOC_BAR_JOIN), not
+ *		inherited by fork().  Each field has a cache line of its own.
+ * @arrived:	members: arrivals in the round under way.
+ * @round:	members: rounds completed so far.
+ * @broken:	module: nonzero once a member left; the barrier is dead.
+ * @sleepers:	module: ZCX_OP_BARRIER waits queued in it.
+ *
+ * Members arrive in shared memory, with no system call: the barrier is a
+ * counter and a round number, the fastest a node can do.  A member's k-th
+ * arrival (from 0) belongs to round k:
+ *  1. it waits until @round is k (its previous arrival completed);
+ *  2. it increments @arrived (atomically); the increment that makes it
+ *     nprocs stores 0 into @arrived, then @round = k + 1 with release,
+ *     issues a full fence and, if @sleepers is nonzero, submits a
+ *     ZCX_OP_BARRIER with tag k, which wakes them;
+ *  3. the others wait until @round is not k (load with acquire), or
+ *     @broken: they spin, or submit a ZCX_OP_BARRIER with tag k, which
+ *     completes once @round passed k (ECONNRESET once broken).
+ * The module trusts nothing in the page: a member that writes nonsense
+ * only confuses its own barrier.
+ */
+struct zcx_bar_state {
+	__u32 arrived;
+	__u32 pad0[15];
+	__u32 round;
+	__u32 pad1[15];
+	__u32 broken;
+	__u32 pad2[15];
+	__u32 sleepers;
+	__u32 pad3[15];
+};
+
+/**
  * struct zcx_bar_create - ZCX_IOC_BAR_CREATE: a barrier for @nprocs
  *		endpoints, joined by the calling endpoint.
  * @ep:		in: the endpoint.
@@ -685,13 +721,13 @@ struct zcx_unexpose {
  * @addr:	out: its address; others join with it.
  * @bar:	out: its number on @ep (zcx_sqe.peer of ZCX_OP_BARRIER).
  * @flags:	in: must be zero.
+ * @mmap_offset: out: mmap() offset of its state page.
  * @reserved:	in: must be zero.
  *
- * A ZCX_OP_BARRIER completes when all @nprocs members arrived; members
- * may arrive again at once (the barrier is reusable).  When a member's
- * endpoint goes away, the barrier breaks: waiting and later arrivals
- * complete with ECONNRESET.  Errors: ENOSPC (ZCX_MAX_BARRIERS on @ep),
- * ENOENT, EINVAL, ENOMEM.
+ * The barrier is reusable.  When a member's endpoint goes away, it
+ * breaks: zcx_bar_state.broken is set and ZCX_OP_BARRIER completes with
+ * ECONNRESET.  Errors: ENOSPC (ZCX_MAX_BARRIERS on @ep), ENOENT, EINVAL,
+ * ENOMEM.
  */
 struct zcx_bar_create {
 	__u32 ep;
@@ -699,6 +735,7 @@ struct zcx_bar_create {
 	struct zcx_addr addr;
 	__u32 bar;
 	__u32 flags;
+	__u64 mmap_offset;
 	__u64 reserved[2];
 };
 
@@ -709,6 +746,7 @@ struct zcx_bar_create {
  * @addr:	in: the barrier's address.
  * @bar:	out: its number on @ep.
  * @nprocs:	out: its member count.
+ * @mmap_offset: out: mmap() offset of its state page.
  * @reserved:	in: must be zero.
  *
  * Errors: ECONNREFUSED (no such barrier, wrong key), EACCES (another
@@ -721,6 +759,7 @@ struct zcx_bar_join {
 	struct zcx_addr addr;
 	__u32 bar;
 	__u32 nprocs;
+	__u64 mmap_offset;
 	__u64 reserved[2];
 };
 
