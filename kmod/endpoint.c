@@ -185,6 +185,8 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	ep->id = id;
 	zcx_ep_fill(ep, arg);
 	rcu_assign_pointer(ctx->eps[idx], ep);
+	if (ep->flags & ZCX_EP_POLL)
+		set_bit(idx, ctx->polled);
 	mutex_unlock(&ctx->ep_mutex);
 	/* Not ep->flags: another thread may destroy it already. */
 	if (arg->flags & ZCX_EP_POLL)
@@ -209,6 +211,7 @@ static void zcx_ep_shutdown(struct zcx_ctx *ctx, struct zcx_ep *ep)
 	unsigned long i;
 
 	lockdep_assert_held(&ctx->ep_mutex);
+	clear_bit(ep->idx, ctx->polled);
 	RCU_INIT_POINTER(ctx->eps[ep->idx], NULL);
 	xa_erase(&zcx_ep_table, ep->id);
 
@@ -581,7 +584,7 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx)
 	struct zcx_ep *ep;
 	u32 idx;
 
-	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
+	for_each_set_bit(idx, ctx->polled, ZCX_MAX_ENDPOINTS) {
 		ep = zcx_ep_get(ctx, idx);
 		if (!ep)
 			continue;
@@ -601,7 +604,7 @@ static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
 	struct zcx_ep *ep;
 	u32 idx;
 
-	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
+	for_each_set_bit(idx, ctx->polled, ZCX_MAX_ENDPOINTS) {
 		ep = zcx_ep_get(ctx, idx);
 		if (!ep)
 			continue;

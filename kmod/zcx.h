@@ -147,6 +147,8 @@ struct zcx_region {
  *		the polling thread pins under.
  * @ep_mutex:	see the lock order above.
  * @eps:	endpoints by index, RCU-protected for lookups.
+ * @polled:	the indices of the ZCX_EP_POLL ones (set under @ep_mutex),
+ *		so that the polling thread looks at no others.
  * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL.
  * @poll_wait:	where it sleeps when idle ...
  * @poll_kick:	... until this is set (ZCX_ENTER_SQ_WAKEUP).
@@ -183,6 +185,7 @@ struct zcx_ctx {
 	unsigned long poll_memlock;
 	struct mutex ep_mutex;		/* see the lock order above */
 	struct zcx_ep __rcu *eps[ZCX_MAX_ENDPOINTS];
+	DECLARE_BITMAP(polled, ZCX_MAX_ENDPOINTS);
 	struct task_struct *poller;
 	wait_queue_head_t poll_wait;
 	bool poll_kick;

@@ -35,7 +35,7 @@ enum {
 /* Polls of the CQ before sleeping; ZCX_SPIN overrides. */
 #define ZCX_SPIN_DEFAULT	20000
 #define ZCX_SPIN_POLL_DEFAULT	200000
-/* On a polled endpoint, polls between two sched_yield()s. */
+/* Polls between two sched_yield()s (see zcx_spin_pause()). */
 #define ZCX_YIELD_EVERY		256
 
 struct zcx_ep {
@@ -360,17 +360,20 @@ ZCX_EXPORT int zcx_ep_flush(struct zcx_ep *ep)
 }
 
 /*
- * One poll's pause.  On a polled endpoint the work is done by kernel
- * threads, which may be waiting for this very CPU when a node runs more
- * threads than CPUs: give them a turn now and then.  sched_yield() with
- * nobody else runnable returns at once.
+ * One poll's pause.  When what we wait for runs in other threads (a
+ * polled endpoint's kernel thread, the other members of a barrier), they
+ * may be waiting for this very CPU on a node with more threads than CPUs:
+ * give them a turn now and then (@yield).  sched_yield() with nobody else
+ * runnable returns at once.
  */
-static void zcx_spin_pause(const struct zcx_ep *ep, unsigned long spins)
+static void zcx_spin_pause(struct zcx_ep *ep, unsigned long spins, bool yield)
 {
-	if ((ep->flags & ZCX_EP_POLL) && !(spins % ZCX_YIELD_EVERY))
+	if (yield && !(spins % ZCX_YIELD_EVERY)) {
+		__atomic_add_fetch(&ep->syscalls, 1, __ATOMIC_RELAXED);
 		sched_yield();
-	else
+	} else {
 		zcx_cpu_relax();
+	}
 }
 
 static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req);
@@ -449,7 +452,7 @@ static int zcx_bar_wait(struct zcx_ep *ep, struct zcx_req *req)
 
 	for (spins = 0; !zcx_bar_progress(ep, req); spins++) {
 		if (spins < ep->spin) {
-			zcx_spin_pause(ep, spins + 1);
+			zcx_spin_pause(ep, spins + 1, true);
 			continue;
 		}
 		if (req->phase_ == ZCX_BAR_TURN) {
@@ -519,7 +522,7 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 		if (spins < ep->spin) {
 			spins++;
 			if (!zcx_cq_pending(ep)) {
-				zcx_spin_pause(ep, spins);
+				zcx_spin_pause(ep, spins, ep->flags & ZCX_EP_POLL);
 				continue;
 			}
 		}

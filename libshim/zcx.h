@@ -255,7 +255,8 @@ int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
  * zcx_barrier() returns once all members arrived; -ECONNRESET once a
  * member went away.  Arriving and waiting happen in a page the members
  * share, without system calls; a member that waited ZCX_SPIN polls sleeps
- * in the module.  A second zcx_ibarrier() on the same barrier before the
+ * in the module; it yields the CPU every 256 polls, for members that may
+ * be waiting for it.  A second zcx_ibarrier() on the same barrier before the
  * first completed arrives once the first's round is over.
  */
 int zcx_barrier_create(struct zcx_ep *ep, unsigned int nprocs, struct zcx_addr *addr,
@@ -281,8 +282,9 @@ int zcx_wait(struct zcx_ep *ep, struct zcx_req *req);
 int zcx_ep_flush(struct zcx_ep *ep);
 
 /*
- * System calls the library made on this endpoint (doorbells and waits):
- * with ZCX_EP_POLL, a busy endpoint makes none per message.
+ * System calls the library made on this endpoint (doorbells, waits and,
+ * on a polled endpoint, yields): with ZCX_EP_POLL, a busy endpoint whose
+ * polling thread has a CPU makes none per message.
  */
 uint64_t zcx_ep_syscalls(const struct zcx_ep *ep);
 
