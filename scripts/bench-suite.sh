@@ -25,13 +25,15 @@
 # host, projection), plot-*.csv and latency.png, bandwidth.png,
 # latency-host.png, bandwidth-host.png, barrier.png, registration.png;
 # the detailed reports xfer.md/xfer.csv and reg.md/reg.csv, and the raw
-# rows xfer-raw.csv, host-raw.csv, reg-raw.csv.  With the default DIR the
+# rows xfer-raw.csv, host-raw.csv, reg-raw.csv, and run-info.txt.  With the default DIR the
 # table in README.md ("Performance") is replaced by summary.md.
 #
 # -q: quick mode for development: 2 repetitions of 20 ms each; the
 # figures are only indicative.
-# Environment: BENCH_REPS (3; XFER_REPS is honoured too), BENCH_MS (200
-# per measurement), ZCX_SPIN (passed to libzcx in the guest when set).
+# Environment: BENCH_REPS (3; XFER_REPS is honoured too), BENCH_MS (150
+# per measurement), ZCX_SPIN (passed to libzcx in the guest when set),
+# BENCH_REPORT_ONLY=1 (measure nothing: the reports and plots again from
+# the raw rows in DIR).
 set -euo pipefail
 
 # The steps: build, boot, then the guest's and the host's measurements.
@@ -46,10 +48,16 @@ bench_targets="lib bench"
 if [ "$quick" = 1 ]; then
 	reps=${BENCH_REPS:-2} ms=${BENCH_MS:-20}
 else
-	reps=${BENCH_REPS:-${XFER_REPS:-3}} ms=${BENCH_MS:-${XFER_MS:-200}}
+	reps=${BENCH_REPS:-${XFER_REPS:-3}} ms=${BENCH_MS:-${XFER_MS:-150}}
 fi
+load_at_start=$(cut -d' ' -f1 /proc/loadavg)
 name=bench-suite; [ "${BENCH_PARTS:-all}" = xfer ] && name=bench-xfer
 
+# BENCH_REPORT_ONLY=1: the tables, CSV and plots again from DIR's raw rows.
+if [ -n "${BENCH_REPORT_ONLY:-}" ]; then
+	run=$top/build/vm/$name-report rc=0 step_no=$((step_total - 1))
+	mkdir -p "$run"
+else
 # --- the guest ------------------------------------------------------------------
 step_no=2
 echo "[2/$step_total] guest: booting $kernel with zcx.ko from the tree ($reps repetitions of $ms ms)"
@@ -97,6 +105,13 @@ if [ $host_steps -gt 0 ]; then
 	done
 	cp "$run/reg.csv" "$out/reg-raw.csv" 2>/dev/null || echo "$name: the guest measured no registration" >&2
 fi
+# What the report says about the run (kept for BENCH_REPORT_ONLY).
+elapsed=$((SECONDS - start))
+{
+	echo "$(date -u +%Y-%m-%d), kernel $kernel, $reps × $ms ms, measured in $((elapsed / 60)) min $((elapsed % 60)) s"
+	echo "Host: $(nproc) CPUs, load average $load_at_start at the start, $(cut -d' ' -f1 /proc/loadavg) at the end"
+} > "$out/run-info.txt"
+fi
 
 # --- reports and plots ------------------------------------------------------------
 step_no=$((step_no + 1))
@@ -113,7 +128,10 @@ fi
 inputs=("$out/xfer-raw.csv" "$out/host-raw.csv")
 [ ! -s "$out/reg-raw.csv" ] || inputs+=("$out/reg-raw.csv")
 {
-	echo "### zcx against its peers ($(date -u +%Y-%m-%d), kernel $kernel, $reps × $ms ms, $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s)"
+	echo "### zcx against its peers ($(sed -n 1p "$out/run-info.txt" 2>/dev/null))"
+	echo ""
+	echo "$(sed -n 2p "$out/run-info.txt" 2>/dev/null)"
+	echo "(other work on the host disturbs both the guest and the host figures)."
 	echo ""
 	"$top/scripts/bench-suite-report.awk" -v dir="$out" "${inputs[@]}"
 	echo ""

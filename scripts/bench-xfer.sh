@@ -20,7 +20,7 @@
 # The guest runs with multi-threaded TCG (VM_ACCEL=tcg): with one TCG
 # thread for both vCPUs, two polling processes only meet when QEMU
 # switches vCPUs (every 4 ms).  A boot that fails is retried once.
-# Environment: XFER_REPS (3), XFER_MS (200) per measurement, ZCX_SPIN
+# Environment: XFER_REPS (3), XFER_MS (150) per measurement, ZCX_SPIN
 # (passed to libzcx in the guest when set); -q: 2 x 20 ms.
 set -euo pipefail
 
