@@ -106,11 +106,12 @@ measure_ucx() { # TLS
 		note "$sys: ucx_perftest measured $(grep -c '^[a-z]*,\(lat\|bw\),' "$out") of $(wc -l < "$batch") (attempt $attempt)"
 	done
 	# name = test,kind,size,rep ; then iterations, p50, avg_lat, ...
-	awk -F, -v s="$prefix$sys" '$2 == "lat" || $2 == "bw" {
+	# A test that went wrong reports inf or nan: no row.
+	awk -F, -v s="$prefix$sys" '($2 == "lat" || $2 == "bw") && $7 !~ /inf|nan/ && $7 + 0 > 0 {
 		gsub(/ /, "", $0)
 		name = ($1 == "tag") ? s : s "-stream"
 		if ($2 == "lat") printf "%s,lat,%s,%s,%.6g\n", name, $3, $4, $7 * 1000
-		else if ($7 > 0) printf "%s,bw,%s,%s,%.6g\n", name, $3, $4, $3 / $7
+		else printf "%s,bw,%s,%s,%.6g\n", name, $3, $4, $3 / $7
 	}' "$out" >> "$raw"
 	rm -f "$batch" "$out"
 }
@@ -118,7 +119,7 @@ measure_ucx() { # TLS
 # System calls per message: strace -f -c of a short and a longer run;
 # the difference over the extra messages leaves start-up out.
 measure_syscalls() {
-	local st tls sys spec n test c
+	local st tls sys spec n test c attempt server
 	step "system calls per message of UCX and Open MPI: strace -f -c"
 	command -v strace > /dev/null || { note "no strace: skipped"; return 0; }
 	calls() { awk '$NF == "total" { n += $1 } END { print n + 0 }' "$@"; }
@@ -131,19 +132,31 @@ measure_syscalls() {
 			set -- $spec
 			c=()
 			for n in $3 $4; do
-				rm -f "$st"/*
-				ucx_port=$((ucx_port + 1))
-				UCX_TLS=$tls,self timeout 120 strace -f -c -U calls,name -o "$st/server" \
-					ucx_perftest -p $ucx_port -c 0 >> "$log" 2>&1 &
-				sleep 1
-				UCX_TLS=$tls,self timeout 120 strace -f -c -U calls,name -o "$st/client" \
-					ucx_perftest 127.0.0.1 -p $ucx_port -c 1 -t "$1" -s "$2" -n "$n" \
-					-w 0 -f >> "$log" 2>&1 || note "$sys strace $1 FAILED"
-				wait || true
-				c+=("$(calls "$st/server" "$st/client")")
+				# The server starts slowly under strace: a client that
+				# finds nobody listening tries again with a new pair.
+				for attempt in 1 2 3; do
+					rm -f "$st"/*
+					ucx_port=$((ucx_port + 1))
+					UCX_TLS=$tls,self timeout 120 strace -f -c -U calls,name -o "$st/server" \
+						ucx_perftest -p $ucx_port -c 0 >> "$log" 2>&1 &
+					server=$!
+					sleep $attempt
+					if UCX_TLS=$tls,self timeout 120 strace -f -c -U calls,name -o "$st/client" \
+						ucx_perftest 127.0.0.1 -p $ucx_port -c 1 -t "$1" -s "$2" -n "$n" \
+						-w 0 -f >> "$log" 2>&1; then
+						wait || true
+						c+=("$(calls "$st/server" "$st/client")")
+						break
+					fi
+					kill $server 2> /dev/null || true
+					wait || true
+					note "$sys strace $1 (attempt $attempt) FAILED"
+				done
 			done
 			test=syscalls; [ "$1" = tag_bw ] && test=bw_syscalls
-			echo "$prefix$sys,$test,$2,0,$(per "${c[0]}" "${c[1]}" $(( ($4 - $3) * $5 )))" >> "$raw"
+			if [ ${#c[@]} = 2 ]; then
+				echo "$prefix$sys,$test,$2,0,$(per "${c[0]}" "${c[1]}" $(( ($4 - $3) * $5 )))" >> "$raw"
+			fi
 		done
 	done
 	if [ -x $bench_dir/mpi_bench ]; then

@@ -54,6 +54,8 @@ NF == 4 {
 	next
 }
 $4 == 0 { st[$1, $2, $3] = $5 + 0; next }
+# a time or a bandwidth of 0 is a measurement that went wrong
+$1 !~ /unit$/ && $5 + 0 <= 0 { next }
 { add($1, $2, $3, $5) }
 
 function add(s, t, p, x,    k) {

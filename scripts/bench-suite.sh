@@ -132,6 +132,17 @@ inputs=("$out/xfer-raw.csv" "$out/host-raw.csv")
 	echo ""
 	echo "$(sed -n 2p "$out/run-info.txt" 2>/dev/null)"
 	echo "(other work on the host disturbs both the guest and the host figures)."
+	# A busy host: say so where the figures are.
+	sed -n 2p "$out/run-info.txt" 2>/dev/null | awk '
+		{ cpus = $2; load = $6 }
+		cpus > 0 && load >= cpus {
+			print ""
+			print "**The host was busy during this run** (load average " load " on " cpus " CPUs): the"
+			print "guest'"'"'s vCPUs wait for host CPUs, which costs whatever sleeps in the guest a"
+			print "scheduler tick at a time. zcx waits by spinning (`ZCX_SPIN` polls), then"
+			print "sleeping; the peers only spin, so zcx'"'"'s figures suffer most. Re-run on an idle"
+			print "host for figures to quote."
+		}'
 	echo ""
 	"$top/scripts/bench-suite-report.awk" -v dir="$out" "${inputs[@]}"
 	echo ""
