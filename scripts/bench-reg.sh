@@ -7,9 +7,9 @@
 # Soft-RoCE device on lo, runs build/bench/reg_bench there REG_REPS times
 # (1), and writes DIR/reg-raw.csv (every run), DIR/reg.csv (median, min,
 # max) and DIR/reg.md (default results/).  bench-suite.sh measures the same
-# in its guest.  Times inside the
-# emulated guest are inflated; only the ratios between figures of the same
-# run carry over to real hardware.
+# in its guest (scripts/bench-measure.sh).  Times inside the emulated guest
+# are inflated; only the ratios between figures of the same run carry over
+# to real hardware.
 set -euo pipefail
 
 bench_targets="lib bench"

@@ -130,7 +130,7 @@ inputs=("$out/xfer-raw.csv" "$out/host-raw.csv")
 {
 	echo "### zcx against its peers ($(sed -n 1p "$out/run-info.txt" 2>/dev/null))"
 	echo ""
-	echo "$(sed -n 2p "$out/run-info.txt" 2>/dev/null)"
+	sed -n 2p "$out/run-info.txt" 2>/dev/null || true
 	echo "(other work on the host disturbs both the guest and the host figures)."
 	# A busy host: say so where the figures are.
 	sed -n 2p "$out/run-info.txt" 2>/dev/null | awk '

@@ -39,7 +39,7 @@ if [ "${1:-}" = --guest ]; then
 	hostname zcxvm
 	export HOME=/tmp
 	measure_zcx
-	measure_copy_peers
+	measure_copy_peers ""
 	measure_mpi
 	for tls in posix sysv posix,cma; do
 		measure_ucx $tls
