@@ -33,7 +33,7 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib verbs module clean-module selftests examples bench bench-reg bench-verbs bench-xfer \
+.PHONY: all lib verbs module clean-module selftests examples bench bench-all bench-reg bench-verbs bench-xfer \
 	check check-quick demo \
 	vm-shell ktools dkms-install clean help
 
@@ -47,6 +47,8 @@ help:
 	@echo "make demo            load zcx.ko in a 6.12 guest and query it"
 	@echo "make vm-shell        interactive shell in a guest with zcx loaded"
 	@echo "make dkms-install    install the module on this machine through DKMS"
+	@echo "make bench-all       the whole benchmark suite: zcx and its peers, guest and host,"
+	@echo "                     tables, CSV and plots -> results/ (BENCH_FLAGS=-q: quick)"
 	@echo "make bench-reg       registration benchmark in a 6.12 guest -> results/"
 	@echo "make bench-verbs     register-per-message over Soft-RoCE -> results/"
 	@echo "make bench-xfer      latency, bandwidth, barrier vs UCX, CMA, MPI -> results/"
@@ -161,6 +163,10 @@ $(BUILD)/bench/peer_bench: $(TOP)/bench/peer_bench.c $(TOP)/bench/xfer_common.h
 $(BUILD)/bench/mpi_bench: $(TOP)/bench/mpi_bench.c $(TOP)/bench/xfer_common.h
 	@mkdir -p $(dir $@)
 	$(MPICC) -std=gnu11 $(WARN) $(CFLAGS) $< -o $@
+
+# The whole suite in one guest boot plus the host's peers (scripts/bench-suite.sh -h).
+bench-all:
+	$(TOP)/scripts/bench-suite.sh $(BENCH_FLAGS)
 
 bench-reg:
 	$(TOP)/scripts/bench-reg.sh

@@ -7,7 +7,11 @@
  * does) and MPI_Barrier.  Built with mpicc.
  *
  *   mpirun -np 2 mpi_bench [-r REPS] [-t MS]        latency and bandwidth
- *   mpirun -np N mpi_bench -b [-r REPS] [-t MS]     barrier, N processes
+ *   mpirun -np N mpi_bench -b [-r REPS] [-t MS]     barrier of 2, 4, ... N
+ *                                                   processes (one start-up:
+ *                                                   the first n ranks form a
+ *                                                   communicator, the others
+ *                                                   sleep meanwhile)
  *   mpirun -np 2 mpi_bench -x lat|bw -s SIZE -n N   one fixed run, no
  *                                                   output (for strace -c)
  *
@@ -64,26 +68,71 @@ static double stream(size_t len, long windows)
 	return (double)len * BW_WINDOW * windows / (MPI_Wtime() - t0) / 1e6;
 }
 
-static double barriers(long iters)
+static double barriers(MPI_Comm comm, long iters)
 {
 	double t0 = MPI_Wtime();
 	long i;
 
 	for (i = 0; i < iters; i++)
-		MPI_Barrier(MPI_COMM_WORLD);
+		MPI_Barrier(comm);
 	return (MPI_Wtime() - t0) * 1e9 / iters;
 }
 
-/* Rank 0 times a trial and tells everybody how many iterations to run. */
-static long agree_iters(double trial_ns, long trial_iters, double target_ns, long min)
+/* Rank 0 of @comm times a trial and tells the others how many iterations to run. */
+static long agree_iters(MPI_Comm comm, double trial_ns, long trial_iters, double target_ns, long min)
 {
+	int me;
 	long n = 0;
 
-	if (rank == 0)
+	MPI_Comm_rank(comm, &me);
+	if (me == 0)
 		n = xfer_iters((unsigned long long)(trial_ns * trial_iters), trial_iters,
 			       (unsigned long long)target_ns, min);
-	MPI_Bcast(&n, 1, MPI_LONG, 0, MPI_COMM_WORLD);
+	MPI_Bcast(&n, 1, MPI_LONG, 0, comm);
 	return n;
+}
+
+/*
+ * Wait for every rank without spinning (MPI_Barrier busy-polls): ranks
+ * outside the communicator being measured must leave the CPUs to it.
+ */
+static void wait_all_sleeping(void)
+{
+	const struct timespec pause = { 0, 10 * 1000 * 1000 };
+	MPI_Request req;
+	int done = 0;
+
+	MPI_Ibarrier(MPI_COMM_WORLD, &req);
+	for (;;) {
+		MPI_Test(&req, &done, MPI_STATUS_IGNORE);
+		if (done)
+			break;
+		nanosleep(&pause, NULL);
+	}
+}
+
+/* Barriers of 2, 4, ... nprocs processes: the first n ranks of the job. */
+static void bench_barriers(int reps, double target)
+{
+	int n, r;
+
+	for (n = 2; n <= nprocs; n *= 2) {
+		MPI_Comm comm;
+
+		MPI_Comm_split(MPI_COMM_WORLD, rank < n ? 0 : MPI_UNDEFINED, rank, &comm);
+		if (comm != MPI_COMM_NULL) {
+			barriers(comm, 10);
+			for (r = 1; r <= reps; r++) {
+				long iters = agree_iters(comm, barriers(comm, 10), 10, target, 10);
+				double ns = barriers(comm, iters);
+
+				if (rank == 0)
+					xfer_row("mpi", "bar", n, r, ns);
+			}
+			MPI_Comm_free(&comm);
+		}
+		wait_all_sleeping();
+	}
 }
 
 int main(int argc, char **argv)
@@ -126,14 +175,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (barrier) {
-		barriers(10);
-		for (r = 1; r <= reps; r++) {
-			long n = agree_iters(barriers(10), 10, target, 10);
-			double ns = barriers(n);
-
-			if (rank == 0)
-				xfer_row("mpi", "bar", nprocs, r, ns);
-		}
+		bench_barriers(reps, target);
 		MPI_Finalize();
 		return 0;
 	}
@@ -155,7 +197,7 @@ int main(int argc, char **argv)
 		printf("system,test,param,rep,value\n");
 	for (i = 0; i < NLAT; i++) {
 		size_t len = lat_sizes[i];
-		long n = agree_iters(pingpong(len, 20), 20, target / 2, 20);
+		long n = agree_iters(MPI_COMM_WORLD, pingpong(len, 20), 20, target / 2, 20);
 
 		for (r = 1; r <= reps; r++) {
 			double ns = pingpong(len, n);
@@ -170,7 +212,7 @@ int main(int argc, char **argv)
 		long n;
 
 		stream(len, 1);
-		n = agree_iters((MPI_Wtime() - t0) * 1e9, 1, target, 1);
+		n = agree_iters(MPI_COMM_WORLD, (MPI_Wtime() - t0) * 1e9, 1, target, 1);
 		for (r = 1; r <= reps; r++) {
 			double mbs = stream(len, n);
 

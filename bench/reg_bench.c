@@ -8,6 +8,9 @@
  * ibv_reg_mr + ibv_dereg_mr; then munmap of a registered versus an
  * unregistered range; then hit cost against the number of cached regions.
  * Prints CSV rows "kind,param,ns_per_op" to stdout.
+ *
+ * Usage: reg_bench [-t MS]   (at least MS milliseconds per measurement,
+ * default 100).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -25,8 +28,10 @@
 
 #include "zcx.h"
 
-#define MIN_TIME_NS	100000000ULL	/* per measurement */
 #define MIN_ITERS	5
+
+/* Time per measurement (-t). */
+static unsigned long long min_time_ns = 100000000ULL;
 
 static unsigned long long now_ns(void)
 {
@@ -85,7 +90,7 @@ static double bench_miss(struct zcx *zcx, char *p, size_t len)
 	unsigned long n = 0;
 	int ret;
 
-	while (n < MIN_ITERS || now_ns() - start < MIN_TIME_NS) {
+	while (n < MIN_ITERS || now_ns() - start < min_time_ns) {
 		unsigned long long t0 = now_ns();
 
 		ret = kreg(zcx, p, len, &r);
@@ -110,7 +115,7 @@ static double bench_kernel_hit(struct zcx *zcx, char *p, size_t len)
 	if (ret)
 		die("register", ret);
 	start = now_ns();
-	while (n < MIN_ITERS || now_ns() - start < MIN_TIME_NS) {
+	while (n < MIN_ITERS || now_ns() - start < min_time_ns) {
 		unsigned long long t0 = now_ns();
 
 		ret = kreg(zcx, p, len, &r);
@@ -146,7 +151,7 @@ static double bench_lib_hit(struct zcx *zcx, char *p, size_t len)
 			zcx_mr_dereg(zcx, mr);
 		}
 		n += batch;
-	} while (now_ns() - start < MIN_TIME_NS);
+	} while (now_ns() - start < min_time_ns);
 	return (double)(now_ns() - start) / n;
 }
 
@@ -180,7 +185,7 @@ static double bench_verbs(char *p, size_t len)
 	if (!pd)
 		return -1;
 	start = now_ns();
-	while (n < MIN_ITERS || now_ns() - start < MIN_TIME_NS) {
+	while (n < MIN_ITERS || now_ns() - start < min_time_ns) {
 		mr = ibv_reg_mr(pd, p, len, IBV_ACCESS_LOCAL_WRITE |
 				IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 		if (!mr)
@@ -207,7 +212,7 @@ static double bench_munmap(struct zcx *zcx, size_t len, int registered)
 	struct zcx_mr *mr;
 	int ret;
 
-	while (n < MIN_ITERS || now_ns() - start < MIN_TIME_NS) {
+	while (n < MIN_ITERS || now_ns() - start < min_time_ns) {
 		char *p = populated(len);
 		unsigned long long t0;
 
@@ -280,11 +285,19 @@ static void bench_scaling(struct zcx *zcx)
 	}
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	struct zcx *zcx;
 	size_t len;
-	int ret;
+	int opt, ret;
+
+	while ((opt = getopt(argc, argv, "t:h")) != -1) {
+		if (opt != 't') {
+			fprintf(stderr, "usage: reg_bench [-t MS]\n");
+			return 2;
+		}
+		min_time_ns = strtoull(optarg, NULL, 0) * 1000000ULL;
+	}
 
 	ret = zcx_open(&zcx, 0);
 	if (ret)

@@ -236,6 +236,7 @@ struct pair {
 	uint32_t peer;
 	unsigned char *buf;
 	uint64_t syscalls;	/* both sides, last command */
+	cpu_set_t cpus;		/* the initiator's affinity before the pair */
 };
 
 static void pair_start(struct pair *p)
@@ -268,6 +269,15 @@ static void pair_start(struct pair *p)
 	close(b2a[1]);
 	p->go = go[1];
 	p->done = done[0];
+	/*
+	 * The initiator runs on CPU 0 while the pair lives; pair_stop() gives
+	 * it its CPUs back, or everything forked later (the barrier ranks)
+	 * would share CPU 0.
+	 */
+	if (sched_getaffinity(0, sizeof(p->cpus), &p->cpus)) {
+		perror("sched_getaffinity");
+		exit(1);
+	}
 	pin_cpu(0);
 	p->buf = xfer_buf(MAX_MSG, 'a');
 	p->ep = open_ep(&p->zcx, "initiator");
@@ -293,6 +303,10 @@ static void pair_stop(struct pair *p)
 	zcx_close(p->zcx);
 	munmap(p->buf, MAX_MSG);
 	munmap(p->ctl, sizeof(*p->ctl));
+	if (sched_setaffinity(0, sizeof(p->cpus), &p->cpus)) {
+		perror("sched_setaffinity");
+		exit(1);
+	}
 }
 
 /* Run @cmd on both sides; returns the initiator's elapsed ns. */

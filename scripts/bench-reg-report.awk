@@ -1,24 +1,48 @@
 #!/usr/bin/awk -f
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# bench-reg-report.awk reg.csv - Markdown report of reg_bench's CSV, with
+# bench-reg-report.awk [-v csv=OUT.csv] reg-raw.csv - Markdown report of
+# reg_bench's rows "kind,param,ns_per_op[,run]" (several runs: each figure
+# is their median; OUT.csv gets "kind,param,median,min,max,runs"), with
 # the issue's targets checked: at 1 MiB a library hit is at least 100x
 # cheaper than a miss and cheaper than a kernel hit; hit cost stays within
 # 1.5x from 16 to 8192 cached regions.
 BEGIN { FS = "," }
 NR == 1 { next }
-{ v[$1, $2] = $3; if (!($2 in seen_size) && $1 == "miss") { sizes[++ns] = $2; seen_size[$2] = 1 } }
-$1 == "lib_hit_vs_regions" { counts[++nc] = $2 }
+{
+	k = $1 SUBSEP $2
+	if (!(k in n)) order[++nk] = k
+	all[k, ++n[k]] = $3 + 0
+	if (!($2 in seen_size) && $1 == "miss") { sizes[++ns] = $2; seen_size[$2] = 1 }
+	if ($1 == "lib_hit_vs_regions" && !($2 in seen_count)) { counts[++nc] = $2; seen_count[$2] = 1 }
+}
+function summarise(k,    i, j, m, t, a) {
+	m = n[k]
+	for (i = 1; i <= m; i++) a[i] = all[k, i]
+	for (i = 2; i <= m; i++)
+		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+	lo[k] = a[1]; hi[k] = a[m]
+	v[k] = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+}
 function human(b) { return b >= 1048576 ? b / 1048576 " MiB" : b / 1024 " KiB" }
 function us(ns) { return ns == "" ? "n/a" : sprintf("%.2f", ns / 1000) }
 function ratio(a, b) { return (a == "" || b == "" || b == 0) ? "n/a" : sprintf("%.0fx", a / b) }
 END {
+	for (i = 1; i <= nk; i++) summarise(order[i])
+	if (csv != "") {
+		print "kind,param,median,min,max,runs" > csv
+		for (i = 1; i <= nk; i++) {
+			split(order[i], f, SUBSEP)
+			printf "%s,%s,%.6g,%.6g,%.6g,%d\n", f[1], f[2], v[order[i]], lo[order[i]], hi[order[i]], n[order[i]] > csv
+		}
+	}
 	print "## Registration cost (zcx in QEMU/TCG; ratios carry over, absolute times do not)"
 	print ""
 	print "Misses pin page by page; buffers from 2 MiB up are usually backed by"
 	print "transparent huge pages, which pin much faster, hence the dip at 4 MiB."
 	print "A kernel hit is one ioctl; a library hit is zcx_mr_reg + zcx_mr_dereg"
 	print "with no system call; ibv_reg_mr + ibv_dereg_mr run on Soft-RoCE."
+	if (n["miss", sizes[1]] > 1) print "Each figure is the median of " n["miss", sizes[1]] " runs of reg_bench."
 	print ""
 	print "| size | miss (pin) µs | kernel hit µs | library hit µs | ibv_reg_mr+dereg µs | miss / lib hit | kernel / lib hit | verbs / lib hit |"
 	print "|---|---|---|---|---|---|---|---|"

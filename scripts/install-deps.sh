@@ -18,8 +18,9 @@ packages=(
 )
 for group in "$@"; do
 	case $group in
-	# Peers measured beside zcx: UCX, Open MPI; strace counts their syscalls.
-	--bench) packages+=(ucx-utils openmpi-bin libopenmpi-dev strace) ;;
+	# Peers measured beside zcx: UCX, Open MPI; strace counts their syscalls;
+	# gnuplot draws the figures.
+	--bench) packages+=(ucx-utils openmpi-bin libopenmpi-dev strace gnuplot-nox) ;;
 	# Building the debug kernel (scripts/debug-kernel.sh).
 	--debug-kernel) packages+=(flex bison bc libelf-dev libssl-dev) ;;
 	*) echo "install-deps: unknown option $group" >&2; exit 2 ;;
