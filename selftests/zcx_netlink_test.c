@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -833,6 +834,71 @@ TEST(tracepoints_fire)
 	zcx_test_ctx_close(&t);
 	munmap(buf + page, page);
 	rmdir(INSTANCE);
+}
+
+/*
+ * Contexts opening, registering, unmapping and closing while other threads
+ * list, dump and flush them: nothing may crash, hang or leak (the VM run
+ * fails on any kernel splat).
+ */
+struct churn {
+	volatile bool stop;
+	long page;
+	int rounds;
+};
+
+static void *churn_contexts(void *arg)
+{
+	struct churn *c = arg;
+	struct zcx_test_ctx t;
+	struct zcx_mr_reg reg;
+	char *buf;
+	int i;
+
+	for (i = 0; i < c->rounds; i++) {
+		if (zcx_test_ctx_open(&t))
+			break;
+		buf = zcx_test_anon(2 * c->page);
+		if (buf) {
+			memset(buf, 1, 2 * c->page);
+			if (!zcx_test_reg(&t, buf, c->page, ZCX_ACCESS_ALL, &reg))
+				zcx_test_dereg(&t, reg.handle);
+			zcx_test_reg(&t, buf + c->page, c->page, ZCX_ACCESS_ALL, &reg);
+			munmap(buf, 2 * c->page);
+		}
+		zcx_test_ctx_close(&t);
+	}
+	c->stop = true;
+	return NULL;
+}
+
+TEST(queries_race_with_teardown)
+{
+	struct churn c = { .page = sysconf(_SC_PAGESIZE), .rounds = 300 };
+	struct zcx_test_census before = zcx_test_census();
+	struct region_list regions;
+	struct proc_list procs;
+	struct zcx_nl_msg msg;
+	pthread_t thread;
+	int ret, queries = 0;
+
+	ASSERT_EQ(0, pthread_create(&thread, NULL, churn_contexts, &c));
+	while (!c.stop) {
+		memset(&procs, 0, sizeof(procs));
+		EXPECT_EQ(0, zcx_nl_request(ZCX_CMD_GET_PROCS, true, NULL, count_procs, &procs));
+		/* The other thread's context comes and goes: 0 or ESRCH. */
+		ret = regions_of(getpid(), &regions);
+		EXPECT_TRUE(ret == 0 || ret == -ESRCH) TH_LOG("regions: %d", ret);
+		ret = zcx_nl_do_pid(ZCX_CMD_FLUSH, getpid(), &msg);
+		EXPECT_TRUE(ret == 0 || ret == -ESRCH) TH_LOG("flush: %d", ret);
+		ret = zcx_nl_do_pid(ZCX_CMD_GET_STATS, getpid(), &msg);
+		EXPECT_TRUE(ret == 0 || ret == -ESRCH) TH_LOG("stats: %d", ret);
+		queries++;
+	}
+	ASSERT_EQ(0, pthread_join(thread, NULL));
+	EXPECT_LT(0, queries);
+	EXPECT_EQ(NULL, zcx_test_census_diff(&before));
+	EXPECT_EQ(-ESRCH, zcx_nl_do_pid(ZCX_CMD_GET_STATS, getpid(), &msg));
 }
 
 TEST_HARNESS_MAIN
