@@ -10,6 +10,7 @@
  * tearing it down.  The family runs with parallel_ops, so nothing here
  * holds genl_mutex, which every other non-parallel family shares.
  */
+#include <linux/build_bug.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/pid.h>
@@ -109,6 +110,7 @@ static int zcx_nl_put_stats(struct sk_buff *skb, const struct zcx_stats *s)
 	    zcx_nl_put_u64(skb, ZCX_ATTR_RX_BYTES, s->xfer.rx_bytes))
 		return -EMSGSIZE;
 	/* ZCX_ATTR_INVAL_UNMAP.. follow the order of ZCX_EVENT_UNMAP.. */
+	BUILD_BUG_ON(ZCX_ATTR_INVAL_EXCLUSIVE - ZCX_ATTR_INVAL_UNMAP != ZCX_EVENT_CAUSES - 1);
 	for (i = 0; i < ZCX_EVENT_CAUSES; i++)
 		if (zcx_nl_put_u64(skb, ZCX_ATTR_INVAL_UNMAP + i, s->inval[i]))
 			return -EMSGSIZE;

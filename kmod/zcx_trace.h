@@ -4,10 +4,11 @@
  *
  * Registration: zcx_reg_hit, zcx_reg_miss, zcx_region_evict and
  * zcx_region_invalidate (with its cause); transport: zcx_submit and
- * zcx_complete.  Each carries the context's node-wide number (ctx), the
- * one netlink reports, so one job's processes can be followed.  They fire
- * under the context's spinlock or on the submission path: they only copy
- * a few integers.
+ * zcx_complete.  All but zcx_complete carry the context's node-wide
+ * number (ctx), the one netlink reports, so one job's processes can be
+ * followed; endpoint events carry the endpoint's node-wide id (ep), the
+ * one in its address.  They fire under the context's spinlock or on the
+ * submission path: they only copy a few integers.
  */
 #undef TRACE_SYSTEM
 #define TRACE_SYSTEM zcx

@@ -842,7 +842,7 @@ TEST(tracepoints_fire)
  * fails on any kernel splat).
  */
 struct churn {
-	volatile bool stop;
+	bool stop;		/* __atomic: the churning thread is done */
 	long page;
 	int rounds;
 };
@@ -868,7 +868,7 @@ static void *churn_contexts(void *arg)
 		}
 		zcx_test_ctx_close(&t);
 	}
-	c->stop = true;
+	__atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -883,7 +883,7 @@ TEST(queries_race_with_teardown)
 	int ret, queries = 0;
 
 	ASSERT_EQ(0, pthread_create(&thread, NULL, churn_contexts, &c));
-	while (!c.stop) {
+	while (!__atomic_load_n(&c.stop, __ATOMIC_ACQUIRE)) {
 		memset(&procs, 0, sizeof(procs));
 		EXPECT_EQ(0, zcx_nl_request(ZCX_CMD_GET_PROCS, true, NULL, count_procs, &procs));
 		/* The other thread's context comes and goes: 0 or ESRCH. */
