@@ -33,14 +33,15 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib verbs module clean-module selftests examples bench bench-all bench-reg bench-verbs bench-xfer \
-	check check-quick demo \
+.PHONY: all lib verbs module clean-module selftests examples zcxctl bench bench-all bench-reg bench-verbs \
+	bench-xfer check check-quick demo \
 	vm-shell ktools dkms-install clean help
 
-all: lib verbs selftests examples
+all: lib verbs selftests examples zcxctl
 
 help:
 	@echo "make                 library and selftests (userspace)"
+	@echo "make zcxctl          the operations tool, build/tools/zcxctl (needs libnl-genl-3-dev)"
 	@echo "make module          zcx.ko for KVER (default $(KVER)) in build/kmod-KVER"
 	@echo "make check           everything, both kernels, in QEMU (what CI runs)"
 	@echo "make check-quick     6.12 only, module from the tree, no DKMS/lint"
@@ -127,6 +128,18 @@ $(BUILD)/examples/%: $(TOP)/examples/%.c $(LIB_SO) $(LIB_HDRS)
 	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
 		-I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
+
+# --- zcxctl (needs libnl-genl-3-dev) ---------------------------------------
+
+ZCXCTL := $(BUILD)/tools/zcxctl
+NL_CFLAGS = $(shell pkg-config --cflags libnl-genl-3.0)
+NL_LIBS = $(shell pkg-config --libs libnl-genl-3.0)
+
+zcxctl: $(ZCXCTL)
+
+$(ZCXCTL): $(TOP)/tools/zcxctl.c $(TOP)/uapi/zcx_uapi.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi $(NL_CFLAGS) $< -o $@ $(NL_LIBS)
 
 # --- benchmarks ------------------------------------------------------------
 

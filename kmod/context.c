@@ -2,15 +2,28 @@
 /*
  * context.c - one context per open() of /dev/zcx, bound to the opener's mm.
  */
+#include <linux/cred.h>
 #include <linux/errno.h>
+#include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "zcx.h"
 
+/*
+ * Every context, in order of creation, for netlink (who uses zcx, and
+ * how much); and the counters of the contexts already closed, so that
+ * module-wide totals keep counting what they did.
+ */
+LIST_HEAD(zcx_ctx_list);
+DEFINE_MUTEX(zcx_ctx_list_mutex);
+static u64 zcx_ctx_last_id;
+static struct zcx_stats zcx_closed;	/* under zcx_ctx_list_mutex */
+
 static void zcx_ctx_free(struct zcx_ctx *ctx)
 {
+	put_pid(ctx->pid);
 	zcx_status_free(ctx);
 	kvfree(ctx->free_slots);
 	kvfree(ctx->slots);
@@ -20,6 +33,7 @@ static void zcx_ctx_free(struct zcx_ctx *ctx)
 
 struct zcx_ctx *zcx_ctx_create(void)
 {
+	unsigned int entries = READ_ONCE(zcx_cache_entries);
 	struct zcx_ctx *ctx;
 	u32 i;
 
@@ -50,9 +64,12 @@ struct zcx_ctx *zcx_ctx_create(void)
 	init_waitqueue_head(&ctx->poll_wait);
 	spin_lock_init(&ctx->expose_lock);
 	hash_init(ctx->exposed);
-	ctx->nslots = zcx_cache_entries;
-	ctx->max_entries = zcx_cache_entries;
-	ctx->max_bytes = zcx_cache_bytes;
+	ctx->nslots = entries;
+	ctx->max_entries = entries;
+	ctx->max_bytes = READ_ONCE(zcx_cache_bytes);
+	ctx->pid = get_pid(task_tgid(current));
+	ctx->euid = current_euid();
+	get_task_comm(ctx->comm, current);
 	ctx->next_gen = 2;
 
 	ctx->slots = kvcalloc(ctx->nslots, sizeof(*ctx->slots), GFP_KERNEL_ACCOUNT);
@@ -67,13 +84,44 @@ struct zcx_ctx *zcx_ctx_create(void)
 		ctx->free_slots[i] = ctx->nslots - 1 - i;
 	ctx->nfree = ctx->nslots;
 	atomic64_inc(&zcx_stat_contexts);
+
+	mutex_lock(&zcx_ctx_list_mutex);
+	ctx->id = ++zcx_ctx_last_id;
+	list_add_tail(&ctx->list, &zcx_ctx_list);
+	mutex_unlock(&zcx_ctx_list_mutex);
 	return ctx;
+}
+
+/* Counters, not gauges: what a closed context adds to the totals. */
+static void zcx_stats_add_counters(struct zcx_stats *sum, const struct zcx_stats *s)
+{
+	int i;
+
+	sum->hits += s->hits;
+	sum->misses += s->misses;
+	sum->invalidations += s->invalidations;
+	for (i = 0; i < ZCX_EVENT_CAUSES; i++)
+		sum->inval[i] += s->inval[i];
+	sum->evictions += s->evictions;
+	sum->events += s->events;
+	zcx_xfer_stats_add(&sum->xfer, &s->xfer);
 }
 
 void zcx_ctx_destroy(struct zcx_ctx *ctx)
 {
+	struct zcx_stats last = {};
+
 	/* Transfers first: they hold pages of the regions busy. */
 	zcx_eps_destroy(ctx);
+	/*
+	 * Off the list before the regions go: netlink may flush a listed
+	 * context, which queues its reaper.
+	 */
+	mutex_lock(&zcx_ctx_list_mutex);
+	zcx_ctx_stats_add(ctx, &last);
+	zcx_stats_add_counters(&zcx_closed, &last);
+	list_del(&ctx->list);
+	mutex_unlock(&zcx_ctx_list_mutex);
 	zcx_regions_destroy(ctx);
 	atomic64_dec(&zcx_stat_contexts);
 	zcx_ctx_free(ctx);
@@ -87,4 +135,34 @@ void zcx_ctx_destroy(struct zcx_ctx *ctx)
 int zcx_ctx_check_caller(const struct zcx_ctx *ctx)
 {
 	return current->mm == ctx->mm ? 0 : -EIO;
+}
+
+/*
+ * Add the numbers of @ctx to @sum.  Sleeps (ep_mutex); the caller keeps
+ * @ctx alive (zcx_ctx_list_mutex, or it is the one destroying it).
+ */
+void zcx_ctx_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum)
+{
+	const struct zcx_counters *c = &ctx->status->counters;
+	int i;
+
+	zcx_eps_stats_add(ctx, sum);
+	spin_lock(&ctx->lock);
+	sum->hits += c->hits;
+	sum->misses += c->misses;
+	sum->invalidations += c->invalidations;
+	for (i = 0; i < ZCX_EVENT_CAUSES; i++)
+		sum->inval[i] += ctx->inval[i];
+	sum->evictions += c->evictions;
+	sum->events += c->events;
+	sum->regions += c->regions;
+	sum->pinned_pages += c->pinned_pages;
+	spin_unlock(&ctx->lock);
+}
+
+/* Add the counters of every context closed so far to @sum. */
+void zcx_ctx_closed_stats(struct zcx_stats *sum)
+{
+	lockdep_assert_held(&zcx_ctx_list_mutex);
+	zcx_stats_add_counters(sum, &zcx_closed);
 }

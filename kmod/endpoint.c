@@ -25,6 +25,7 @@
 #include <crypto/algapi.h>
 
 #include "zcx.h"
+#include "zcx_trace.h"
 
 /* Ring mappings sit above the status area, one 4 GiB window each. */
 
@@ -218,6 +219,10 @@ static void zcx_ep_shutdown(struct zcx_ctx *ctx, struct zcx_ep *ep)
 	mutex_lock(&ep->match_mutex);
 	WRITE_ONCE(ep->dead, true);
 	mutex_unlock(&ep->match_mutex);
+	/* Dead: it posts and counts nothing more (zcx_cq_post()). */
+	spin_lock(&ep->cq_lock);
+	zcx_xfer_stats_add(&ctx->xfer_closed, &ep->stats);
+	spin_unlock(&ep->cq_lock);
 	/* Whoever is taking submissions finishes its batch first. */
 	mutex_lock(&ep->sq_mutex);
 	mutex_unlock(&ep->sq_mutex);
@@ -349,13 +354,56 @@ void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
 		zcx_conn_undo(conn);
 }
 
+void zcx_xfer_stats_add(struct zcx_xfer_stats *sum, const struct zcx_xfer_stats *add)
+{
+	sum->ops += add->ops;
+	sum->errors += add->errors;
+	sum->tx_bytes += add->tx_bytes;
+	sum->rx_bytes += add->rx_bytes;
+}
+
+/* Add the endpoints of @ctx and their transport counters to @sum. */
+void zcx_eps_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum)
+{
+	struct zcx_ep *ep;
+	u32 idx;
+
+	mutex_lock(&ctx->ep_mutex);
+	zcx_xfer_stats_add(&sum->xfer, &ctx->xfer_closed);
+	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
+		ep = rcu_dereference_protected(ctx->eps[idx], lockdep_is_held(&ctx->ep_mutex));
+		if (!ep)
+			continue;
+		sum->endpoints++;
+		spin_lock(&ep->cq_lock);
+		zcx_xfer_stats_add(&sum->xfer, &ep->stats);
+		spin_unlock(&ep->cq_lock);
+	}
+	mutex_unlock(&ctx->ep_mutex);
+}
+
+/* Count a completion posted; cq_lock held. */
+static void zcx_cq_count(struct zcx_ep *ep, u8 opcode, int res, u64 len)
+{
+	ep->stats.ops++;
+	if (res < 0)
+		ep->stats.errors++;
+	if (opcode == ZCX_OP_SEND || opcode == ZCX_OP_PUT)
+		ep->stats.tx_bytes += len;
+	else if (opcode == ZCX_OP_RECV || opcode == ZCX_OP_GET)
+		ep->stats.rx_bytes += len;
+}
+
 /* Post a completion; the room was reserved when the operation was taken. */
-static void zcx_cq_post(struct zcx_ep *ep, u64 user_data, int res, u64 len, u64 tag)
+static void zcx_cq_post(struct zcx_ep *ep, u8 opcode, u64 user_data, int res, u64 len,
+			u64 tag)
 {
 	struct zcx_cqe *cqe;
 
 	spin_lock(&ep->cq_lock);
 	if (!READ_ONCE(ep->dead)) {
+		trace_zcx_complete(ep, opcode, user_data, res, len);
+		zcx_cq_count(ep, opcode, res, len);
 		cqe = &ep->cqes[ep->cq_tail & ep->cq_mask];
 		WRITE_ONCE(cqe->user_data, user_data);
 		WRITE_ONCE(cqe->res, res);
@@ -386,7 +434,7 @@ void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag)
 		zcx_conn_put(op->conn);
 	kfree(op->data);
 	if (op->ep) {
-		zcx_cq_post(op->ep, op->user_data, res, len, tag);
+		zcx_cq_post(op->ep, op->opcode, op->user_data, res, len, tag);
 		zcx_ep_put(op->ep);
 	}
 	kfree(op);
@@ -497,6 +545,7 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 		op->len = sqe.len;
 		op->tag = sqe.tag;
 		op->tag_mask = sqe.tag_mask;
+		trace_zcx_submit(ep, &sqe);
 		zcx_sqe_start(ep, op, &sqe);
 		/*
 		 * Handed back once started, so that a head that caught up
@@ -643,7 +692,8 @@ static void zcx_poll_sleep(struct zcx_ctx *ctx)
 static int zcx_poller(void *data)
 {
 	struct zcx_ctx *ctx = data;
-	u64 idle_ns = (u64)zcx_poll_idle_us * NSEC_PER_USEC;
+	/* Settable at run time: taken anew each time we go idle. */
+	u64 idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 	u64 idle_until = ktime_get_ns() + idle_ns;
 	bool alive = true, busy;
 
@@ -679,6 +729,7 @@ static int zcx_poller(void *data)
 		if (!(alive && zcx_poll_pass_mm(ctx, &busy) && busy))
 			zcx_poll_sleep(ctx);
 		zcx_poll_set_flags(ctx, 0);
+		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 		idle_until = ktime_get_ns() + idle_ns;
 	}
 	kthread_unuse_mm(ctx->mm);

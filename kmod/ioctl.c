@@ -64,12 +64,12 @@ static long zcx_ioctl_query(unsigned int cmd, void __user *uarg)
 	memset(&q, 0, sizeof(q));
 	q.abi_version = ZCX_ABI_VERSION;
 	q.features = ZCX_FEATURES_KNOWN;
-	q.cache_entries = zcx_cache_entries;
+	q.cache_entries = READ_ONCE(zcx_cache_entries);
 	q.ring_depth = zcx_ring_depth;
-	q.zcopy_threshold = zcx_zcopy_threshold;
+	q.zcopy_threshold = READ_ONCE(zcx_zcopy_threshold);
 	q.page_size = PAGE_SIZE;
-	q.cache_bytes = zcx_cache_bytes;
-	q.eager_credits = zcx_eager_credits;
+	q.cache_bytes = READ_ONCE(zcx_cache_bytes);
+	q.eager_credits = READ_ONCE(zcx_eager_credits);
 	q.max_endpoints = ZCX_MAX_ENDPOINTS;
 	return zcx_copy_arg_out(&q, sizeof(q), cmd, uarg);
 }

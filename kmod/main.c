@@ -12,6 +12,10 @@
 #include "zcx.h"
 #include "zcx_uapi.h"
 
+/*
+ * The settable ones (zcx.h) change at run time through netlink only,
+ * where values are checked and rights required; sysfs shows them 0444.
+ */
 unsigned int zcx_cache_entries = 8192;
 module_param_named(cache_entries, zcx_cache_entries, uint, 0444);
 MODULE_PARM_DESC(cache_entries, "Registration-cache entries per context (default 8192)");
@@ -131,12 +135,12 @@ static int __init zcx_check_params(void)
 		pr_err("zcopy_threshold must be at most %u\n", ZCX_MAX_ZCOPY_THRESHOLD);
 		return -EINVAL;
 	}
-	if (zcx_eager_credits > ZCX_MAX_RING_DEPTH) {
-		pr_err("eager_credits must be at most %u\n", ZCX_MAX_RING_DEPTH);
+	if (zcx_eager_credits > ZCX_MAX_EAGER_CREDITS) {
+		pr_err("eager_credits must be at most %u\n", ZCX_MAX_EAGER_CREDITS);
 		return -EINVAL;
 	}
-	if (zcx_poll_idle_us > USEC_PER_SEC) {
-		pr_err("poll_idle_us must be at most %lu\n", USEC_PER_SEC);
+	if (zcx_poll_idle_us > ZCX_MAX_POLL_IDLE_US) {
+		pr_err("poll_idle_us must be at most %lu\n", ZCX_MAX_POLL_IDLE_US);
 		return -EINVAL;
 	}
 	return 0;
@@ -149,12 +153,19 @@ static int __init zcx_init(void)
 	ret = zcx_check_params();
 	if (ret)
 		return ret;
-	return misc_register(&zcx_miscdev);
+	ret = zcx_netlink_init();
+	if (ret)
+		return ret;
+	ret = misc_register(&zcx_miscdev);
+	if (ret)
+		zcx_netlink_exit();
+	return ret;
 }
 
 static void __exit zcx_exit(void)
 {
 	misc_deregister(&zcx_miscdev);
+	zcx_netlink_exit();
 	/* No context is left, so no endpoint or barrier either. */
 	zcx_ep_global_exit();
 	zcx_bar_global_exit();

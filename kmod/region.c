@@ -25,6 +25,7 @@
 #include <linux/slab.h>
 
 #include "zcx.h"
+#include "zcx_trace.h"
 
 /* Pins racing with changes to the range are retried this often. */
 #define ZCX_PIN_RETRIES		16
@@ -33,11 +34,6 @@
 /* The page array must stay within what kvmalloc() serves. */
 #define ZCX_MAX_REGION_PAGES	((unsigned long)INT_MAX / sizeof(struct page *))
 #define ZCX_GEN_LIMIT		(1ULL << (64 - ZCX_HANDLE_SLOT_BITS))
-
-static u64 zcx_region_handle(const struct zcx_region *r)
-{
-	return (r->gen << ZCX_HANDLE_SLOT_BITS) | r->slot;
-}
 
 static void zcx_slot_release_locked(struct zcx_ctx *ctx, struct zcx_region *r)
 {
@@ -75,6 +71,7 @@ static void zcx_region_kill_locked(struct zcx_region *r)
 
 static void zcx_region_evict_locked(struct zcx_region *r)
 {
+	trace_zcx_region_evict(r);
 	zcx_region_kill_locked(r);
 	zcx_counter_add(r->ctx, evictions, 1);
 }
@@ -129,6 +126,8 @@ static bool zcx_region_invalidate(struct mmu_interval_notifier *notifier,
 	if (r->state == ZCX_REGION_LIVE) {
 		zcx_region_kill_locked(r);
 		zcx_counter_add(ctx, invalidations, 1);
+		ctx->inval[cause - 1]++;
+		trace_zcx_region_invalidate(r, cause);
 		zcx_event_add_locked(ctx, r, cause);
 		schedule_work(&ctx->reap_work);
 	}
@@ -514,6 +513,7 @@ static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
 		goto err_remove;
 	}
 	zcx_counter_add(ctx, misses, 1);
+	trace_zcx_reg_miss(r);
 	zcx_counter_add(ctx, pinned_pages, npages);
 	atomic64_add(npages, &zcx_stat_pinned_pages);
 	zcx_mr_fill(reg, r, ZCX_MR_MISS);
@@ -575,6 +575,7 @@ int zcx_mr_register(struct zcx_ctx *ctx, struct zcx_mr_reg *reg)
 		if (!r->users++)
 			list_del_init(&r->link);	/* off the LRU */
 		zcx_counter_add(ctx, hits, 1);
+		trace_zcx_reg_hit(r);
 		zcx_mr_fill(reg, r, ZCX_MR_HIT);
 		spin_unlock(&ctx->lock);
 		return 0;
@@ -657,6 +658,7 @@ int zcx_region_acquire(struct zcx_ctx *ctx, u64 addr, u64 len, u32 access, u64 h
 	if (r) {
 		zcx_region_busy_get_locked(r);
 		zcx_counter_add(ctx, hits, 1);
+		trace_zcx_reg_hit(r);
 		spin_unlock(&ctx->lock);
 		*out = r;
 		return 0;
@@ -711,7 +713,12 @@ err_free:
 	return ret;
 }
 
-unsigned int zcx_mr_flush(struct zcx_ctx *ctx)
+/*
+ * Evict every unused region: stale at once, unpinned by the reaper in the
+ * background.  Does not sleep, so netlink may call it for any listed
+ * context.
+ */
+unsigned int zcx_mr_evict_unused(struct zcx_ctx *ctx)
 {
 	struct zcx_region *r, *tmp;
 	unsigned int flushed = 0;
@@ -721,7 +728,17 @@ unsigned int zcx_mr_flush(struct zcx_ctx *ctx)
 		zcx_region_evict_locked(r);
 		flushed++;
 	}
+	if (flushed)
+		schedule_work(&ctx->reap_work);
 	spin_unlock(&ctx->lock);
+	return flushed;
+}
+
+/* Evict every unused region and wait until its pages are unpinned. */
+unsigned int zcx_mr_flush(struct zcx_ctx *ctx)
+{
+	unsigned int flushed = zcx_mr_evict_unused(ctx);
+
 	zcx_reap(ctx);
 	return flushed;
 }

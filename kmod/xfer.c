@@ -276,7 +276,7 @@ static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, bool receiver_c
 void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 {
 	struct zcx_ep *peer = conn->peer;
-	bool small = op->len < zcx_zcopy_threshold;
+	bool small = op->len < READ_ONCE(zcx_zcopy_threshold);
 	struct zcx_op *recv, *msg;
 	int ret;
 
@@ -304,7 +304,7 @@ void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 		zcx_deliver(recv, op, false);
 		return;
 	}
-	if (small && conn->eager < zcx_eager_credits) {
+	if (small && conn->eager < READ_ONCE(zcx_eager_credits)) {
 		/* Eager: the message takes the bytes, the send is done. */
 		ret = -ENOMEM;
 		msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);

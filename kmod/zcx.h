@@ -3,6 +3,9 @@
  * zcx.h - internal declarations shared by the files of zcx.ko.
  *
  * Locking, outermost first:
+ *   zcx_ctx_list_mutex	the node-wide list of contexts (netlink.c walks it;
+ *				a context leaves it on release() before its
+ *				regions are torn down);
  *   zcx_ctx.ep_mutex	creation and destruction of endpoints and of
  *				their connections and barrier memberships,
  *				the polling thread;
@@ -39,7 +42,9 @@
 #include <linux/mmu_notifier.h>
 #include <linux/mutex.h>
 #include <linux/poll.h>
+#include <linux/sched.h>
 #include <linux/spinlock.h>
+#include <linux/time64.h>
 #include <linux/types.h>
 #include <linux/wait.h>
 #include <linux/workqueue.h>
@@ -47,13 +52,17 @@
 #include "compat.h"
 #include "zcx_uapi.h"
 
-/* Module parameters (main.c); read-only after load, validated at init. */
-extern unsigned int zcx_cache_entries;
+/*
+ * Module parameters (main.c), validated at init.  Those marked "settable"
+ * change at run time through netlink (ZCX_CMD_SET_PARAMS): read them once
+ * per use with READ_ONCE().
+ */
+extern unsigned int zcx_cache_entries;		/* settable */
 extern unsigned int zcx_ring_depth;
-extern unsigned int zcx_zcopy_threshold;
-extern unsigned long zcx_cache_bytes;
-extern unsigned int zcx_eager_credits;
-extern unsigned int zcx_poll_idle_us;
+extern unsigned int zcx_zcopy_threshold;	/* settable */
+extern unsigned long zcx_cache_bytes;		/* settable */
+extern unsigned int zcx_eager_credits;		/* settable */
+extern unsigned int zcx_poll_idle_us;		/* settable */
 extern unsigned int zcx_max_pollers;
 extern atomic_t zcx_pollers;
 
@@ -62,6 +71,44 @@ extern atomic_t zcx_pollers;
 /* Inline messages are kmalloc()ed: keep them small. */
 #define ZCX_MAX_ZCOPY_THRESHOLD	(64 * 1024)
 #define ZCX_EVENT_COUNT		1024
+#define ZCX_MAX_EAGER_CREDITS	ZCX_MAX_RING_DEPTH
+#define ZCX_MAX_POLL_IDLE_US	USEC_PER_SEC
+/* Invalidation causes counted apart: ZCX_EVENT_UNMAP .. _EXCLUSIVE. */
+#define ZCX_EVENT_CAUSES	ZCX_EVENT_EXCLUSIVE
+
+/**
+ * struct zcx_xfer_stats - completions an endpoint posted.
+ * @ops:	completions ...
+ * @errors:	... with a negative result.
+ * @tx_bytes:	bytes of SEND and PUT completions.
+ * @rx_bytes:	bytes of RECV and GET completions.
+ */
+struct zcx_xfer_stats {
+	u64 ops;
+	u64 errors;
+	u64 tx_bytes;
+	u64 rx_bytes;
+};
+
+/**
+ * struct zcx_stats - a snapshot of one context's numbers, or a sum of
+ *		several (netlink.c).  Names as in struct zcx_counters;
+ * @inval:	invalidations by cause, [ZCX_EVENT_UNMAP - 1] first.
+ * @endpoints:	endpoints now.
+ * @xfer:	transport counters.
+ */
+struct zcx_stats {
+	u64 hits;
+	u64 misses;
+	u64 invalidations;
+	u64 inval[ZCX_EVENT_CAUSES];
+	u64 evictions;
+	u64 events;
+	u64 regions;
+	u64 pinned_pages;
+	u64 endpoints;
+	struct zcx_xfer_stats xfer;
+};
 
 enum zcx_region_state {
 	ZCX_REGION_NEW,		/* being pinned, not yet visible */
@@ -154,6 +201,15 @@ struct zcx_region {
  * @poll_kick:	... until this is set (ZCX_ENTER_SQ_WAKEUP).
  * @expose_lock: protects @exposed.
  * @exposed:	exposed regions by key.
+ * @inval:	invalidations by cause (under @lock), [ZCX_EVENT_UNMAP - 1]
+ *		first; the status area counts them all together.
+ * @xfer_closed: transport counters of destroyed endpoints (under @ep_mutex).
+ * @list:	on the node-wide list (zcx_ctx_list_mutex) ...
+ * @id:		... where it has this number, from 1, ascending.
+ * @pid:	thread group of the opener (a reference) ...
+ * @euid:	... its effective uid ...
+ * @comm:	... and command name, for netlink: who may see the context,
+ *		and how it is shown.
  */
 struct zcx_ctx {
 	struct mm_struct *mm;
@@ -191,6 +247,13 @@ struct zcx_ctx {
 	bool poll_kick;
 	spinlock_t expose_lock;		/* see the lock order above */
 	DECLARE_HASHTABLE(exposed, 6);
+	u64 inval[ZCX_EVENT_CAUSES];
+	struct zcx_xfer_stats xfer_closed;
+	struct list_head list;
+	u64 id;
+	struct pid *pid;
+	kuid_t euid;
+	char comm[TASK_COMM_LEN];
 };
 
 /* An endpoint's mmap() offsets: (index + 1) << this, and below it its barriers. */
@@ -231,6 +294,8 @@ struct zcx_barrier;
  * @conns:	connections by number (struct zcx_conn).
  * @bars:	barriers joined, by number (set under ctx->ep_mutex, read
  *		under @sq_mutex or RCU).
+ * @stats:	completions posted (under @cq_lock); added to the context's
+ *		@xfer_closed when the endpoint is destroyed.
  */
 struct zcx_ep {
 	struct kref ref;
@@ -263,6 +328,7 @@ struct zcx_ep {
 	unsigned int senders;
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
+	struct zcx_xfer_stats stats;
 };
 
 /**
@@ -321,6 +387,8 @@ void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
 void zcx_ops_complete(struct list_head *list, int res);
 bool zcx_addr_valid(const struct zcx_addr *addr, u16 kind);
 void zcx_ep_global_exit(void);
+void zcx_eps_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum);
+void zcx_xfer_stats_add(struct zcx_xfer_stats *sum, const struct zcx_xfer_stats *add);
 
 /* xfer.c */
 void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle);
@@ -346,9 +414,17 @@ int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);
 void zcx_bar_global_exit(void);
 
 /* context.c */
+extern struct list_head zcx_ctx_list;
+extern struct mutex zcx_ctx_list_mutex;
 struct zcx_ctx *zcx_ctx_create(void);
 void zcx_ctx_destroy(struct zcx_ctx *ctx);
 int zcx_ctx_check_caller(const struct zcx_ctx *ctx);
+void zcx_ctx_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum);
+void zcx_ctx_closed_stats(struct zcx_stats *sum);
+
+/* netlink.c */
+int zcx_netlink_init(void);
+void zcx_netlink_exit(void);
 
 /* ioctl.c */
 long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
@@ -357,6 +433,7 @@ long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 int zcx_mr_register(struct zcx_ctx *ctx, struct zcx_mr_reg *reg);
 int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle);
 unsigned int zcx_mr_flush(struct zcx_ctx *ctx);
+unsigned int zcx_mr_evict_unused(struct zcx_ctx *ctx);
 int zcx_mr_set_limits(struct zcx_ctx *ctx, struct zcx_limits *limits);
 int zcx_mon_add(struct zcx_ctx *ctx, struct zcx_mon_add *mon);
 void zcx_regions_destroy(struct zcx_ctx *ctx);
@@ -377,6 +454,11 @@ void zcx_event_add_locked(struct zcx_ctx *ctx, const struct zcx_region *region, 
 int zcx_status_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);
 ssize_t zcx_events_read(struct zcx_ctx *ctx, char __user *buf, size_t len, bool nonblock);
 __poll_t zcx_events_poll(struct zcx_ctx *ctx, struct file *file, poll_table *wait);
+
+static inline u64 zcx_region_handle(const struct zcx_region *r)
+{
+	return (r->gen << ZCX_HANDLE_SLOT_BITS) | r->slot;
+}
 
 /*
  * ctx->busy counts what keeps a context's pages in use by transfers;

@@ -93,6 +93,7 @@ fi
 
 step build-lib make -C "$top" lib verbs
 step build-selftests make -C "$top" selftests
+step build-zcxctl make -C "$top" zcxctl
 if [ "$quick" != 1 ]; then
 	step checkpatch checkpatch
 fi

@@ -13,6 +13,7 @@ packages=(
 	build-essential kmod cpio xz-utils gzip pkg-config dkms sparse
 	busybox-static qemu-system-x86 iproute2
 	libibverbs-dev ibverbs-providers ibverbs-utils
+	libnl-genl-3-dev
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
 )

@@ -24,6 +24,16 @@ if [ "$(id -u)" = 0 ] && ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; th
 		rdma link add rxe0 type rxe netdev lo 2>/dev/null
 fi
 
+# zcxctl for zcx_netlink_test (make zcxctl builds it next to the tests).
+if [ -z "${ZCXCTL:-}" ] && [ -x "$bindir/../tools/zcxctl" ]; then
+	ZCXCTL=$(cd "$bindir/../tools" && pwd)/zcxctl
+	export ZCXCTL
+fi
+# The tracepoint tests read tracefs.
+if [ "$(id -u)" = 0 ] && [ ! -e /sys/kernel/tracing/trace ]; then
+	mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
+fi
+
 status=0
 # Compiled programs, then the scripts (kselftest's TEST_PROGS).
 for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do

@@ -772,4 +772,127 @@ struct zcx_bar_join {
 #define ZCX_IOC_BAR_CREATE	_IOWR(ZCX_IOC_MAGIC, 0x0c, struct zcx_bar_create)
 #define ZCX_IOC_BAR_JOIN	_IOWR(ZCX_IOC_MAGIC, 0x0d, struct zcx_bar_join)
 
+/*
+ * Operations: the generic netlink family ZCX_NL_FAMILY_NAME ("zcx"),
+ * version ZCX_NL_VERSION, in the initial network namespace.  Read with
+ * libnl-3 (zcxctl does) or any generic netlink client.
+ *
+ * Who sees what: a process is visible to callers with the same effective
+ * uid as the process had when it opened /dev/zcx, and to callers with
+ * CAP_SYS_ADMIN.  Module-wide totals and parameters are visible to
+ * everyone (like /sys/class/misc/zcx/).  ZCX_CMD_SET_PARAMS needs
+ * CAP_SYS_ADMIN; ZCX_CMD_FLUSH of another user's process too.
+ *
+ * A process is named by its pid (ZCX_ATTR_PID) in the caller's pid
+ * namespace; its numbers are the sums over the contexts it opened.
+ *
+ * Commands (requests carry the attributes listed, replies the others):
+ *  ZCX_CMD_GET_STATS	do: without ZCX_ATTR_PID the module-wide totals
+ *			(ZCX_ATTR_CONTEXTS, counters of live and closed
+ *			contexts, gauges of live ones); with it, that
+ *			process's.  Errors: ESRCH (no context of that pid),
+ *			EPERM (not visible to the caller).
+ *  ZCX_CMD_GET_PROCS	dump: one message per visible context: ZCX_ATTR_PID,
+ *			ZCX_ATTR_UID, ZCX_ATTR_COMM, ZCX_ATTR_CONTEXT and its
+ *			counters.  With ZCX_ATTR_PID, that process's only.
+ *  ZCX_CMD_GET_REGIONS	dump, ZCX_ATTR_PID required: one message per
+ *			region or monitor of that process (ZCX_ATTR_CONTEXT,
+ *			ZCX_ATTR_REGION_*).  Errors: EINVAL (no pid), ESRCH,
+ *			EPERM.
+ *  ZCX_CMD_GET_PARAMS	do: every ZCX_ATTR_PARAM_* and ZCX_ATTR_VERSION,
+ *			ZCX_ATTR_ABI_VERSION.
+ *  ZCX_CMD_SET_PARAMS	do: any of the settable ZCX_ATTR_PARAM_* (below);
+ *			all are checked before any is applied, so a bad value
+ *			changes nothing (EINVAL; EINVAL too for a parameter
+ *			that cannot change at run time, or none at all).
+ *			Replies like ZCX_CMD_GET_PARAMS.  Errors: EPERM.
+ *  ZCX_CMD_FLUSH	do, ZCX_ATTR_PID required: drop the unused cached
+ *			regions of that process, as ZCX_IOC_MR_FLUSH does
+ *			(they go stale at once, their pages are unpinned in
+ *			the background).  Replies ZCX_ATTR_PID and
+ *			ZCX_ATTR_FLUSHED.  Errors: EINVAL, ESRCH, EPERM.
+ *
+ * Settable parameters, effective at once: ZCX_ATTR_PARAM_ZCOPY_THRESHOLD
+ * (at most 65536), ZCX_ATTR_PARAM_POLL_IDLE_US (at most 1000000; polling
+ * threads pick it up when they next go idle), ZCX_ATTR_PARAM_EAGER_CREDITS
+ * (at most 32768); for contexts opened afterwards:
+ * ZCX_ATTR_PARAM_CACHE_ENTRIES (1 to 1048576), ZCX_ATTR_PARAM_CACHE_BYTES
+ * (0: RLIMIT_MEMLOCK only).  /sys/module/zcx/parameters/ shows the values
+ * in force.
+ */
+#define ZCX_NL_FAMILY_NAME	"zcx"
+#define ZCX_NL_VERSION		1
+
+enum zcx_nl_cmd {
+	ZCX_CMD_UNSPEC,
+	ZCX_CMD_GET_STATS,
+	ZCX_CMD_GET_PROCS,
+	ZCX_CMD_GET_REGIONS,
+	ZCX_CMD_GET_PARAMS,
+	ZCX_CMD_SET_PARAMS,
+	ZCX_CMD_FLUSH,
+	__ZCX_CMD_MAX,
+	ZCX_CMD_MAX = __ZCX_CMD_MAX - 1
+};
+
+/* ZCX_ATTR_REGION_STATE */
+#define ZCX_NL_REGION_LIVE	1	/* valid, may be handed out */
+#define ZCX_NL_REGION_STALE	2	/* invalidated or evicted, unpinning */
+
+/*
+ * Attributes, one flat space.  Counters are cumulative since the context
+ * was opened (module-wide: since the module loaded); gauges are marked
+ * "now".  Unknown attributes in replies must be ignored: the set grows.
+ */
+enum zcx_nl_attr {
+	ZCX_ATTR_UNSPEC,
+	ZCX_ATTR_PAD,			/* alignment padding for u64s */
+	ZCX_ATTR_PID,			/* u32: process (thread group) id */
+	ZCX_ATTR_UID,			/* u32: its effective uid at open() */
+	ZCX_ATTR_COMM,			/* string: its command name at open() */
+	ZCX_ATTR_CONTEXT,		/* u64: node-wide context number */
+	ZCX_ATTR_CONTEXTS,		/* u32: contexts (open /dev/zcx) now */
+	ZCX_ATTR_VERSION,		/* string: module version */
+	ZCX_ATTR_ABI_VERSION,		/* u32: ZCX_ABI_VERSION */
+	/* Registration cache. */
+	ZCX_ATTR_HITS,			/* u64: registrations served from the cache */
+	ZCX_ATTR_MISSES,		/* u64: registrations that pinned */
+	ZCX_ATTR_INVALIDATIONS,		/* u64: regions made stale, any cause */
+	ZCX_ATTR_INVAL_UNMAP,		/* u64: ... by ZCX_EVENT_UNMAP */
+	ZCX_ATTR_INVAL_CLEAR,		/* u64: ... by ZCX_EVENT_CLEAR */
+	ZCX_ATTR_INVAL_RELEASE,		/* u64: ... by ZCX_EVENT_RELEASE */
+	ZCX_ATTR_INVAL_MIGRATE,		/* u64: ... by ZCX_EVENT_MIGRATE */
+	ZCX_ATTR_INVAL_EXCLUSIVE,	/* u64: ... by ZCX_EVENT_EXCLUSIVE */
+	ZCX_ATTR_EVICTIONS,		/* u64: unused regions dropped (limit, flush) */
+	ZCX_ATTR_EVENTS,		/* u64: events queued */
+	ZCX_ATTR_REGIONS,		/* u64: regions and monitors now */
+	ZCX_ATTR_PINNED_BYTES,		/* u64: bytes pinned now */
+	/* Transport. */
+	ZCX_ATTR_ENDPOINTS,		/* u64: endpoints now */
+	ZCX_ATTR_OPS,			/* u64: completions posted */
+	ZCX_ATTR_ERRORS,		/* u64: ... with a negative res */
+	ZCX_ATTR_TX_BYTES,		/* u64: bytes sent: SEND, PUT completions */
+	ZCX_ATTR_RX_BYTES,		/* u64: bytes received: RECV, GET completions */
+	/* ZCX_CMD_GET_REGIONS. */
+	ZCX_ATTR_REGION_START,		/* u64: page-aligned start */
+	ZCX_ATTR_REGION_LENGTH,		/* u64: bytes */
+	ZCX_ATTR_REGION_HANDLE,		/* u64: as ZCX_IOC_MR_REG returned it */
+	ZCX_ATTR_REGION_ACCESS,		/* u32: ZCX_ACCESS_*; 0 for a monitor */
+	ZCX_ATTR_REGION_STATE,		/* u32: ZCX_NL_REGION_* */
+	ZCX_ATTR_REGION_USERS,		/* u32: handles held (0: cached, unused) */
+	ZCX_ATTR_REGION_MONITOR,	/* flag: a monitor, pins nothing */
+	/* Parameters (see above for the settable ones). */
+	ZCX_ATTR_PARAM_CACHE_ENTRIES,	/* u32 */
+	ZCX_ATTR_PARAM_CACHE_BYTES,	/* u64 */
+	ZCX_ATTR_PARAM_RING_DEPTH,	/* u32, read-only */
+	ZCX_ATTR_PARAM_ZCOPY_THRESHOLD,	/* u32 */
+	ZCX_ATTR_PARAM_EAGER_CREDITS,	/* u32 */
+	ZCX_ATTR_PARAM_POLL_IDLE_US,	/* u32 */
+	ZCX_ATTR_PARAM_MAX_POLLERS,	/* u32, read-only */
+	/* ZCX_CMD_FLUSH. */
+	ZCX_ATTR_FLUSHED,		/* u32: regions dropped */
+	__ZCX_ATTR_MAX,
+	ZCX_ATTR_MAX = __ZCX_ATTR_MAX - 1
+};
+
 #endif /* _UAPI_ZCX_H */
