@@ -206,7 +206,8 @@ selftests: ktools
 # "make install" puts what a user of the libraries and an administrator
 # need under PREFIX (the udev rule under UDEVDIR/rules.d), staged under
 # DESTDIR if given; "make uninstall" with the same variables removes
-# exactly those files (directories it did not create itself stay).  The
+# exactly those files (directories it did not create itself stay).
+# The interposer is not a library to link with: LIBDIR/zcx/.  The
 # module is not installed here: that is DKMS's job (make dkms-install, or
 # the zcx-dkms package).
 
@@ -224,7 +225,7 @@ MAN3_LINKS := $(foreach p,$(MAN3_PAGES),$(addsuffix :$(basename $(notdir $(p))),
 INST_LIB   := $(DESTDIR)$(LIBDIR)
 INST_FILES := $(addprefix $(INST_LIB)/,libzcx.so.$(LIB_VERSION) libzcx.so.$(SOVERSION) \
 		libzcx.so libzcx.a libzcx-verbs.so.$(LIB_VERSION) \
-		libzcx-verbs.so.$(SOVERSION) libzcx-verbs.so libzcx-verbs-preload.so) \
+		libzcx-verbs.so.$(SOVERSION) libzcx-verbs.so zcx/libzcx-verbs-preload.so) \
 	$(addprefix $(DESTDIR)$(INCLUDEDIR)/,zcx.h zcx_uapi.h zcx_verbs.h) \
 	$(DESTDIR)$(PKGCONFIGDIR)/libzcx.pc \
 	$(DESTDIR)$(UDEVDIR)/rules.d/60-zcx.rules \
@@ -234,10 +235,11 @@ INST_FILES := $(addprefix $(INST_LIB)/,libzcx.so.$(LIB_VERSION) libzcx.so.$(SOVE
 	$(if $(ZCXCTL),$(DESTDIR)$(BINDIR)/zcxctl $(DESTDIR)$(MANDIR)/man8/zcxctl.8)
 
 install: lib verbs $(ZCXCTL_TARGET)
-	install -d $(INST_LIB) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+	install -d $(INST_LIB)/zcx $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(DOCDIR)/examples/modules-load.d \
 		$(DESTDIR)$(MANDIR)/man3
-	install -m 755 $(LIB_SO) $(VLIB_SO) $(VLIB_PRELOAD) $(INST_LIB)/
+	install -m 755 $(LIB_SO) $(VLIB_SO) $(INST_LIB)/
+	install -m 755 $(VLIB_PRELOAD) $(INST_LIB)/zcx/
 	install -m 644 $(LIB_A) $(INST_LIB)/
 	ln -sf libzcx.so.$(LIB_VERSION) $(INST_LIB)/libzcx.so.$(SOVERSION)
 	ln -sf libzcx.so.$(SOVERSION) $(INST_LIB)/libzcx.so
@@ -255,7 +257,7 @@ install: lib verbs $(ZCXCTL_TARGET)
 		> $(DESTDIR)$(MANDIR)/man3/$(firstword $(subst :, ,$(l))).3 &&) true
 ifneq ($(ZCXCTL),)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8
-	install -m 755 $(ZCXCTL) $(DESTDIR)$(BINDIR)/
+	install -m 755 $(ZCXCTL) $(DESTDIR)$(BINDIR)/zcxctl
 	install -m 644 $(TOP)/man/zcxctl.8 $(DESTDIR)$(MANDIR)/man8/
 else
 	@echo "install: no tools/ in this tree, zcxctl (and zcxctl.8) not installed"
@@ -265,8 +267,8 @@ endif
 
 uninstall:
 	rm -f $(INST_FILES)
-	-rmdir $(DESTDIR)$(DOCDIR)/examples/modules-load.d $(DESTDIR)$(DOCDIR)/examples \
-		$(DESTDIR)$(DOCDIR) 2>/dev/null
+	-rmdir $(INST_LIB)/zcx $(DESTDIR)$(DOCDIR)/examples/modules-load.d \
+		$(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
 		ldconfig; fi
 

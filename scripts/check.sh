@@ -112,9 +112,11 @@ if [ "$quick" != 1 ]; then
 	# The packages replace "make dkms-install" here: the module the guests
 	# load is the one zcx-dkms had DKMS build (see scripts/pkg-test.sh).
 	step make-install scripts/pkg-test.sh make-install
-	step deb-build scripts/deb-build.sh "$top/build/deb" &&
+	if step deb-build scripts/deb-build.sh "$top/build/deb"; then
+		step deb-lint scripts/pkg-test.sh lint "$top/build/deb"
 		step deb-install scripts/pkg-test.sh install "$top/build/deb" &&
-		step pkg-config scripts/pkg-test.sh pkg-config "$top/build/pkgtest"
+			step pkg-config scripts/pkg-test.sh pkg-config "$top/build/pkgtest"
+	fi
 fi
 
 for kver in "${kernels[@]}"; do
@@ -138,7 +140,7 @@ for kver in "${kernels[@]}"; do
 	# library, and the interposer test with the installed interposer.
 	cmd="env ZCX_KO='$ko' selftests/run_tests.sh build/selftests '$out/tap'"
 	if [ "$quick" != 1 ]; then
-		preload=/usr/lib/$(gcc -print-multiarch)/libzcx-verbs-preload.so
+		preload=/usr/lib/$(gcc -print-multiarch)/zcx/libzcx-verbs-preload.so
 		cmd="env ZCX_KO= ZCX_PRELOAD=$preload selftests/run_tests.sh build/selftests"
 		cmd+=" '$out/tap'; rc=\$?; scripts/pkg-test.sh guest build/pkgtest '$out/tap'"
 		cmd+=" || rc=1; exit \$rc"

@@ -11,7 +11,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
 	build-essential kmod cpio xz-utils gzip pkg-config dkms sparse
-	dpkg-dev debhelper dh-dkms man-db groff-base
+	dpkg-dev debhelper dh-dkms lintian man-db groff-base
 	busybox-static qemu-system-x86 iproute2
 	libibverbs-dev ibverbs-providers ibverbs-utils
 	linux-image-amd64 linux-headers-amd64

@@ -4,6 +4,8 @@
 # pkg-test.sh COMMAND ... - the packaging steps of "make check" (each one
 # a step of scripts/check.sh; run as root like CI).
 #
+#   lint DEBDIR        lintian on the packages in DEBDIR: no error, no
+#                      warning (overrides in debian/*.lintian-overrides)
 #   install DEBDIR     install the packages built by deb-build.sh in DEBDIR
 #                      on this machine (dpkg -i, reinstalling the same
 #                      version), after removing a DKMS registration of the
@@ -58,6 +60,13 @@ cmd_install() {
 	dpkg-query -W "${packages[@]}"
 }
 
+cmd_lint() {
+	local debdir=${1:?lint DEBDIR} changes=()
+	changes=("$debdir"/zcx_"$version"_*.changes)
+	[ -f "${changes[0]}" ] || die "no zcx $version .changes in $debdir (make deb)"
+	lintian --fail-on error,warning --tag-display-limit 0 --info "${changes[@]}"
+}
+
 cmd_dkms() {
 	local kver=${1:?dkms KVER} status path v
 	src_owned || die "/usr/src/zcx-$version does not come from zcx-dkms"
@@ -80,18 +89,21 @@ cmd_dkms() {
 }
 
 cmd_make_install() {
-	local tmp rc=0 left
+	local tmp rc=0 left f expect=()
 	tmp=$(mktemp -d)
-	# Clean up whatever happens; the result is the checks' status.
-	trap 'rm -rf "$tmp"' RETURN
+	# shellcheck disable=SC2064 # expand now: $tmp is local
+	trap "rm -rf '$tmp'" EXIT
 	make -s -C "$top" install DESTDIR="$tmp" PREFIX=/opt/zcx
 	(cd "$tmp" && find . \( -type f -o -type l \) | sort)
-	for f in opt/zcx/lib/libzcx.so.1 opt/zcx/lib/libzcx.so opt/zcx/lib/libzcx.a \
-		opt/zcx/lib/libzcx-verbs.so.1 opt/zcx/lib/libzcx-verbs-preload.so \
+	expect=(opt/zcx/lib/libzcx.so.1 opt/zcx/lib/libzcx.so opt/zcx/lib/libzcx.a \
+		opt/zcx/lib/libzcx-verbs.so.1 opt/zcx/lib/zcx/libzcx-verbs-preload.so \
 		opt/zcx/include/zcx.h opt/zcx/include/zcx_uapi.h \
 		opt/zcx/lib/pkgconfig/libzcx.pc opt/zcx/share/man/man3/zcx_mr_reg.3 \
 		opt/zcx/share/man/man3/zcx_open.3 etc/udev/rules.d/60-zcx.rules \
-		opt/zcx/share/doc/zcx/examples/modules-load.d/zcx.conf; do
+		opt/zcx/share/doc/zcx/examples/modules-load.d/zcx.conf)
+	# zcxctl comes with tools/ (make zcxctl).
+	[ ! -d "$top/tools" ] || expect+=(opt/zcx/bin/zcxctl opt/zcx/share/man/man8/zcxctl.8)
+	for f in "${expect[@]}"; do
 		[ -e "$tmp/$f" ] || { echo "missing: $f"; rc=1; }
 	done
 	[ "$(readlink -f "$tmp/opt/zcx/lib/libzcx.so")" = "$tmp/opt/zcx/lib/libzcx.so.1.0.0" ] ||
@@ -166,7 +178,6 @@ cmd_guest() {
 	}
 	{
 		echo "TAP version 13"
-		echo "1..7"
 		t module-from-dkms sh -c "modinfo -n zcx | grep -q /updates/dkms/ &&
 			[ \"\$(cat /sys/module/zcx/version)\" = $version ]"
 		t udev-rule-installed test -f /lib/udev/rules.d/60-zcx.rules
@@ -175,6 +186,12 @@ cmd_guest() {
 		t zcx_regcache "$bindir/zcx_regcache"
 		t zcx_pingpong "$bindir/zcx_pingpong"
 		t zcx_barrier "$bindir/zcx_barrier" -n 4
+		# zcx-utils has zcxctl once the tree has tools/.
+		if [ -d "$top/tools" ]; then
+			t zcxctl-installed test -x /usr/bin/zcxctl
+			t zcxctl-status /usr/bin/zcxctl status
+		fi
+		echo "1..$n"
 	} > "$tap"
 	cat "$tap"
 	return $rc
@@ -192,6 +209,7 @@ cmd_purge() {
 command=${1:-}
 [ $# -eq 0 ] || shift
 case $command in
+lint) cmd_lint "$@" ;;
 install) cmd_install "$@" ;;
 dkms) cmd_dkms "$@" ;;
 make-install) cmd_make_install ;;
