@@ -13,14 +13,26 @@ LIB_VERSION := $(SOVERSION).0.0
 KVER ?= $(shell $(TOP)/scripts/kernels.sh 6.12 2>/dev/null || uname -r)
 KDIR ?= /lib/modules/$(KVER)/build
 
+# Installation directories ("make install"; README, "Installing").
+# System configuration lives in /etc whatever the prefix: udev and
+# modules-load.d read nothing under /usr/local.
 PREFIX  ?= /usr/local
+BINDIR  ?= $(PREFIX)/bin
 LIBDIR  ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
+DATADIR ?= $(PREFIX)/share
+MANDIR  ?= $(DATADIR)/man
+DOCDIR  ?= $(DATADIR)/doc/zcx
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+SYSCONFDIR ?= /etc
+UDEVDIR ?= $(SYSCONFDIR)/udev
+DESTDIR ?=
 
 CC      ?= cc
 WARN    := -Wall -Wextra -Werror
 CFLAGS  ?= -O2 -g
-LIB_CFLAGS := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
+# CPPFLAGS and LDFLAGS as a distribution passes them (hardening).
+LIB_CFLAGS := -std=c11 $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
 	      -I$(TOP)/uapi -I$(TOP)/libshim
 
 # libshim/verbs*.c are libzcx-verbs and its interposer, libraries of their
@@ -35,7 +47,7 @@ KTOOLS   := $(BUILD)/ktools
 
 .PHONY: all lib verbs module clean-module selftests examples zcxctl bench bench-all bench-reg bench-verbs \
 	bench-xfer check check-quick demo \
-	vm-shell ktools dkms-install clean help
+	vm-shell ktools dkms-install install uninstall deb clean help
 
 all: lib verbs selftests examples zcxctl
 
@@ -48,6 +60,10 @@ help:
 	@echo "make demo            load zcx.ko in a 6.12 guest and query it"
 	@echo "make vm-shell        interactive shell in a guest with zcx loaded"
 	@echo "make dkms-install    install the module on this machine through DKMS"
+	@echo "make install         libraries, headers, pkg-config, zcxctl, udev rule,"
+	@echo "                     man pages (PREFIX=$(PREFIX), DESTDIR=...)"
+	@echo "make uninstall       remove what make install installed (same variables)"
+	@echo "make deb             Debian packages into build/deb/ (dpkg-buildpackage)"
 	@echo "make bench-all       the whole benchmark suite: zcx and its peers, guest and host,"
 	@echo "                     tables, CSV and plots -> results/ (BENCH_FLAGS=-q: quick)"
 	@echo "make bench-reg       registration benchmark in a 6.12 guest -> results/"
@@ -74,7 +90,7 @@ $(BUILD)/lib/%.o: $(TOP)/libshim/%.c $(LIB_HDRS)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJS) $(TOP)/libshim/libzcx.map
-	$(CC) -shared -Wl,-soname,libzcx.so.$(SOVERSION) \
+	$(CC) $(LDFLAGS) -shared -Wl,-soname,libzcx.so.$(SOVERSION) \
 		-Wl,--version-script=$(TOP)/libshim/libzcx.map -o $@ $(LIB_OBJS)
 	ln -sf $(notdir $@) $(BUILD)/lib/libzcx.so.$(SOVERSION)
 	ln -sf libzcx.so.$(SOVERSION) $(BUILD)/lib/libzcx.so
@@ -83,12 +99,17 @@ $(LIB_A): $(LIB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
+PC_SED = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
+
 $(LIB_PC): $(TOP)/libshim/libzcx.pc.in $(TOP)/dkms.conf
 	@mkdir -p $(dir $@)
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-	    -e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' $< > $@
+	$(PC_SED) $< > $@
 
 # --- libzcx-verbs (needs libibverbs-dev) ------------------------------------
+#
+# No rpath (it gets installed): programs in the tree that use it link
+# -lzcx too, with an rpath of their own, so libzcx.so.1 is loaded already.
 
 VLIB_SO := $(BUILD)/lib/libzcx-verbs.so.$(LIB_VERSION)
 VLIB_PRELOAD := $(BUILD)/lib/libzcx-verbs-preload.so
@@ -96,15 +117,15 @@ VLIB_PRELOAD := $(BUILD)/lib/libzcx-verbs-preload.so
 verbs: $(VLIB_SO) $(VLIB_PRELOAD)
 
 $(VLIB_SO): $(TOP)/libshim/verbs.c $(TOP)/libshim/libzcx-verbs.map $(LIB_HDRS) $(LIB_SO)
-	$(CC) $(LIB_CFLAGS) -shared -Wl,-soname,libzcx-verbs.so.$(SOVERSION) \
+	$(CC) $(LIB_CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libzcx-verbs.so.$(SOVERSION) \
 		-Wl,--version-script=$(TOP)/libshim/libzcx-verbs.map -o $@ $< \
-		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx -libverbs
+		-L$(BUILD)/lib -lzcx -libverbs
 	ln -sf $(notdir $@) $(BUILD)/lib/libzcx-verbs.so.$(SOVERSION)
 	ln -sf libzcx-verbs.so.$(SOVERSION) $(BUILD)/lib/libzcx-verbs.so
 
 # The interposer carries everything it needs: LD_PRELOAD=it, nothing else.
 $(VLIB_PRELOAD): $(TOP)/libshim/verbs_preload.c $(TOP)/libshim/verbs.c $(LIB_SRCS) $(LIB_HDRS)
-	$(CC) $(LIB_CFLAGS) -shared -o $@ $(TOP)/libshim/verbs_preload.c \
+	$(CC) $(LIB_CFLAGS) $(LDFLAGS) -shared -o $@ $(TOP)/libshim/verbs_preload.c \
 		$(TOP)/libshim/verbs.c $(LIB_SRCS) -libverbs -ldl
 
 # --- examples --------------------------------------------------------------
@@ -198,6 +219,81 @@ ktools:
 selftests: ktools
 	$(MAKE) -C $(TOP)/selftests OUTPUT=$(BUILD)/selftests \
 		KSFT_DIR=$(KTOOLS)/tools/testing/selftests ZCX_TOP=$(TOP)
+
+# --- installation ----------------------------------------------------------
+#
+# "make install" puts what a user of the libraries and an administrator
+# need under PREFIX (the udev rule under UDEVDIR/rules.d), staged under
+# DESTDIR if given; "make uninstall" with the same variables removes
+# exactly those files (directories it did not create itself stay).
+# The interposer is not a library to link with: LIBDIR/zcx/.  The
+# module is not installed here: that is DKMS's job (make dkms-install, or
+# the zcx-dkms package).
+
+# zcxctl lives in tools/ and is built by "make zcxctl"; where the tree has
+# no tools/ yet, install skips it (and its man page) and says so.
+ZCXCTL ?= $(if $(wildcard $(TOP)/tools),$(BUILD)/tools/zcxctl)
+ZCXCTL_TARGET := $(if $(ZCXCTL),zcxctl)
+
+# Section-3 pages, and NAME:PAGE for each other name a page documents
+# (a '.\" link: NAME...' comment in the page), installed as .so links.
+MAN3_PAGES := $(wildcard $(TOP)/man/*.3)
+MAN3_LINKS := $(foreach p,$(MAN3_PAGES),$(addsuffix :$(basename $(notdir $(p))),\
+	$(shell sed -n 's/^\.\\" link: //p' $(p))))
+
+INST_LIB   := $(DESTDIR)$(LIBDIR)
+INST_FILES := $(addprefix $(INST_LIB)/,libzcx.so.$(LIB_VERSION) libzcx.so.$(SOVERSION) \
+		libzcx.so libzcx.a libzcx-verbs.so.$(LIB_VERSION) \
+		libzcx-verbs.so.$(SOVERSION) libzcx-verbs.so zcx/libzcx-verbs-preload.so) \
+	$(addprefix $(DESTDIR)$(INCLUDEDIR)/,zcx.h zcx_uapi.h zcx_verbs.h) \
+	$(DESTDIR)$(PKGCONFIGDIR)/libzcx.pc \
+	$(DESTDIR)$(UDEVDIR)/rules.d/60-zcx.rules \
+	$(DESTDIR)$(DOCDIR)/examples/modules-load.d/zcx.conf \
+	$(patsubst $(TOP)/man/%,$(DESTDIR)$(MANDIR)/man3/%,$(MAN3_PAGES)) \
+	$(foreach l,$(MAN3_LINKS),$(DESTDIR)$(MANDIR)/man3/$(firstword $(subst :, ,$(l))).3) \
+	$(if $(ZCXCTL),$(DESTDIR)$(BINDIR)/zcxctl $(DESTDIR)$(MANDIR)/man8/zcxctl.8)
+
+install: lib verbs $(ZCXCTL_TARGET)
+	install -d $(INST_LIB)/zcx $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(DOCDIR)/examples/modules-load.d \
+		$(DESTDIR)$(MANDIR)/man3
+	install -m 755 $(LIB_SO) $(VLIB_SO) $(INST_LIB)/
+	install -m 755 $(VLIB_PRELOAD) $(INST_LIB)/zcx/
+	install -m 644 $(LIB_A) $(INST_LIB)/
+	ln -sf libzcx.so.$(LIB_VERSION) $(INST_LIB)/libzcx.so.$(SOVERSION)
+	ln -sf libzcx.so.$(SOVERSION) $(INST_LIB)/libzcx.so
+	ln -sf libzcx-verbs.so.$(LIB_VERSION) $(INST_LIB)/libzcx-verbs.so.$(SOVERSION)
+	ln -sf libzcx-verbs.so.$(SOVERSION) $(INST_LIB)/libzcx-verbs.so
+	install -m 644 $(TOP)/libshim/zcx.h $(TOP)/uapi/zcx_uapi.h $(TOP)/libshim/zcx_verbs.h \
+		$(DESTDIR)$(INCLUDEDIR)/
+	$(PC_SED) $(TOP)/libshim/libzcx.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libzcx.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/libzcx.pc
+	install -m 644 $(TOP)/udev/60-zcx.rules $(DESTDIR)$(UDEVDIR)/rules.d/
+	install -m 644 $(TOP)/udev/modules-load.conf \
+		$(DESTDIR)$(DOCDIR)/examples/modules-load.d/zcx.conf
+	install -m 644 $(MAN3_PAGES) $(DESTDIR)$(MANDIR)/man3/
+	$(foreach l,$(MAN3_LINKS),echo '.so man3/$(lastword $(subst :, ,$(l))).3' \
+		> $(DESTDIR)$(MANDIR)/man3/$(firstword $(subst :, ,$(l))).3 &&) true
+ifneq ($(ZCXCTL),)
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8
+	install -m 755 $(ZCXCTL) $(DESTDIR)$(BINDIR)/zcxctl
+	install -m 644 $(TOP)/man/zcxctl.8 $(DESTDIR)$(MANDIR)/man8/
+else
+	@echo "install: no tools/ in this tree, zcxctl (and zcxctl.8) not installed"
+endif
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
+		ldconfig; fi
+
+uninstall:
+	rm -f $(INST_FILES)
+	-rmdir $(INST_LIB)/zcx $(DESTDIR)$(DOCDIR)/examples/modules-load.d \
+		$(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DOCDIR) 2>/dev/null
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
+		ldconfig; fi
+
+# Debian packages (zcx-dkms, libzcx1, libzcx-verbs1, libzcx-dev, zcx-utils).
+deb:
+	$(TOP)/scripts/deb-build.sh
 
 # --- tests and demo in QEMU ------------------------------------------------
 

@@ -4,15 +4,18 @@
 # check.sh - the project's test command ("make check"; CI runs it).
 #
 # Installs missing Debian packages, builds the library and selftests,
-# lints the module (W=1, sparse, checkpatch) for each kernel, installs it
-# through DKMS, boots each kernel in QEMU with the DKMS module loaded and
-# runs the selftests there.  Prints one line per step, the failures, and
+# lints the module (W=1, sparse, checkpatch) for each kernel and the manual
+# pages, tests "make install"/"make uninstall", builds the Debian packages
+# and installs them on this machine (DKMS builds the module for each
+# kernel), builds programs against the installed library, boots each
+# kernel in QEMU with the DKMS module loaded and runs the selftests and
+# those programs there.  Prints one line per step, the failures, and
 # finally "N passed, N failed, N skipped", counting every host step and
 # every selftest case of every kernel.  Exits non-zero on any failure.
 #
 # Environment:
 #   ZCX_QUICK=1          6.12 only, module built from the tree (no DKMS,
-#                        no lint): the fast loop for local work.
+#                        no packages, no lint): the fast loop for local work.
 #   ZCX_TEST_KERNELS     kernels to test (default "6.1 6.12").
 set -uo pipefail
 
@@ -84,6 +87,16 @@ probes_agree() {
 	[ $want = $have ]
 }
 
+# Every manual page formats without a warning.
+man_pages() {
+	local f out rc=0
+	for f in man/*.[1-9]; do
+		out=$({ groff -man -ww -z "$f"; man --warnings -l "$f" > /dev/null; } 2>&1)
+		[ -z "$out" ] || { printf '%s:\n%s\n' "$f" "$out"; rc=1; }
+	done
+	return $rc
+}
+
 step install-deps scripts/install-deps.sh || exit 1
 mapfile -t kernels < <(scripts/kernels.sh)
 if [ ${#kernels[@]} -eq 0 ]; then
@@ -96,6 +109,15 @@ step build-selftests make -C "$top" selftests
 step build-zcxctl make -C "$top" zcxctl
 if [ "$quick" != 1 ]; then
 	step checkpatch checkpatch
+	step man-pages man_pages
+	# The packages replace "make dkms-install" here: the module the guests
+	# load is the one zcx-dkms had DKMS build (see scripts/pkg-test.sh).
+	step make-install scripts/pkg-test.sh make-install
+	if step deb-build scripts/deb-build.sh "$top/build/deb"; then
+		step deb-lint scripts/pkg-test.sh lint "$top/build/deb"
+		step deb-install scripts/pkg-test.sh install "$top/build/deb" &&
+			step pkg-config scripts/pkg-test.sh pkg-config "$top/build/pkgtest"
+	fi
 fi
 
 for kver in "${kernels[@]}"; do
@@ -107,16 +129,24 @@ for kver in "${kernels[@]}"; do
 	else
 		step "lint-$kver" scripts/kmod-build.sh --lint "$kver" "$kdir" "build/lint-$kver"
 		step "probes-$kver" probes_agree "$kdir" "build/lint-$kver"
-		step "dkms-$kver" scripts/dkms-install.sh "$kver" || continue
-		mode=(--module dkms)
+		step "dkms-$kver" scripts/pkg-test.sh dkms "$kver" || continue
+		mode=(--module installed)
 		ko=
 	fi
 
 	out=$top/build/vm/check-$kver
 	rm -rf "$out"
 	start=$SECONDS
-	scripts/vm-run.sh --kernel "$kver" "${mode[@]}" --out "$out" -- \
-		env ZCX_KO="$ko" selftests/run_tests.sh build/selftests "$out/tap" \
+	# The full run also runs the programs built against the installed
+	# library, and the interposer test with the installed interposer.
+	cmd="env ZCX_KO='$ko' selftests/run_tests.sh build/selftests '$out/tap'"
+	if [ "$quick" != 1 ]; then
+		preload=/usr/lib/$(gcc -print-multiarch)/zcx/libzcx-verbs-preload.so
+		cmd="env ZCX_KO= ZCX_PRELOAD=$preload selftests/run_tests.sh build/selftests"
+		cmd+=" '$out/tap'; rc=\$?; scripts/pkg-test.sh guest build/pkgtest '$out/tap'"
+		cmd+=" || rc=1; exit \$rc"
+	fi
+	scripts/vm-run.sh --kernel "$kver" "${mode[@]}" --out "$out" --cmd "$cmd" \
 		> "$logdir/vm-$kver.log" 2>&1
 	rc=$?
 	count_tap "$kver" "$out"/tap/*.tap

@@ -6,6 +6,9 @@
 # /usr/src/zcx-<version>, then "dkms add", "dkms build -k", "dkms install -k"
 # for each kernel (default: the running one).  A previous registration of
 # the same version is removed first, so the tree's current code is built.
+# This is the developer's path; where the zcx-dkms package of the same
+# version is installed (make check installs it), it owns the registration
+# and this script refuses: "scripts/pkg-test.sh purge" removes it.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -15,6 +18,12 @@ src=/usr/src/zcx-$version
 
 if ! command -v dkms > /dev/null; then
 	echo "dkms-install: dkms is not installed (apt-get install dkms)" >&2
+	exit 1
+fi
+
+if dpkg-query -S "$src" > /dev/null 2>&1; then
+	echo "dkms-install: $src belongs to the zcx-dkms package (zcx/$version" \
+		"is registered by it); remove it first: scripts/pkg-test.sh purge" >&2
 	exit 1
 fi
 

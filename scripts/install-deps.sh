@@ -11,6 +11,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 packages=(
 	build-essential kmod cpio xz-utils gzip pkg-config dkms sparse
+	dpkg-dev debhelper dh-dkms lintian man-db groff-base
 	busybox-static qemu-system-x86 iproute2
 	libibverbs-dev ibverbs-providers ibverbs-utils
 	libnl-genl-3-dev

@@ -12,6 +12,8 @@
 #                      kmemleak, fault injection; everything built in)
 #   -m, --module M     tree: make module, insmod build/kmod-<kver>/zcx.ko
 #                      dkms: scripts/dkms-install.sh <kver>, modprobe zcx
+#                      installed: modprobe zcx as this machine has it
+#                      (the zcx-dkms package), installing nothing
 #                      none: load nothing                   (default tree)
 #       --ko PATH      tree mode: insmod PATH instead, without building;
 #                      /dev/zcx is only checked if PATH is named zcx.ko
@@ -73,7 +75,7 @@ fi
 [ $shell = 0 ] || [ "$cmd" = true ] || die "--shell takes no command"
 # Input piped in would be lost while the guest boots.
 [ $shell = 0 ] || [ -t 0 ] || die "--shell needs a terminal (use -c, or tmux)"
-case $mode in tree | dkms | none) ;; *) die "bad --module $mode" ;; esac
+case $mode in tree | dkms | installed | none) ;; *) die "bad --module $mode" ;; esac
 [ -z "$ko" ] || [ "$mode" = tree ] || die "--ko needs --module tree"
 if [ -z "$timeout" ]; then
 	if [ $shell = 1 ]; then timeout=0; else timeout=900; fi
@@ -86,7 +88,7 @@ if [ "$kernel" = debug ]; then
 	kver=$(cat "$dkdir/kernelrelease")
 	image=$dkdir/bzImage
 	kdir=$dkdir/src
-	[ "$mode" != dkms ] || die "--module dkms does not apply to the debug kernel"
+	case $mode in dkms | installed) die "--module $mode does not apply to the debug kernel" ;; esac
 else
 	kver=$("$top/scripts/kernels.sh" "$kernel") || die "no kernel /boot/vmlinuz-${kernel}[.*]"
 	image=${VM_KERNEL_IMAGE:-/boot/vmlinuz-$kver}
@@ -143,6 +145,10 @@ if [ "$mode" = tree ]; then
 elif [ "$mode" = dkms ]; then
 	"$top/scripts/dkms-install.sh" "$kver" >"$out/build.log" 2>&1 ||
 		fail 125 "dkms install failed" "$out/build.log"
+	check_dev=1
+elif [ "$mode" = installed ]; then
+	modinfo -k "$kver" -n zcx >"$out/build.log" 2>&1 ||
+		fail 125 "no zcx module installed for $kver" "$out/build.log"
 	check_dev=1
 fi
 
