@@ -230,11 +230,6 @@ selftests: ktools
 # module is not installed here: that is DKMS's job (make dkms-install, or
 # the zcx-dkms package).
 
-# zcxctl lives in tools/ and is built by "make zcxctl"; where the tree has
-# no tools/ yet, install skips it (and its man page) and says so.
-ZCXCTL ?= $(if $(wildcard $(TOP)/tools),$(BUILD)/tools/zcxctl)
-ZCXCTL_TARGET := $(if $(ZCXCTL),zcxctl)
-
 # Section-3 pages, and NAME:PAGE for each other name a page documents
 # (a '.\" link: NAME...' comment in the page), installed as .so links.
 MAN3_PAGES := $(wildcard $(TOP)/man/*.3)
@@ -251,9 +246,9 @@ INST_FILES := $(addprefix $(INST_LIB)/,libzcx.so.$(LIB_VERSION) libzcx.so.$(SOVE
 	$(DESTDIR)$(DOCDIR)/examples/modules-load.d/zcx.conf \
 	$(patsubst $(TOP)/man/%,$(DESTDIR)$(MANDIR)/man3/%,$(MAN3_PAGES)) \
 	$(foreach l,$(MAN3_LINKS),$(DESTDIR)$(MANDIR)/man3/$(firstword $(subst :, ,$(l))).3) \
-	$(if $(ZCXCTL),$(DESTDIR)$(BINDIR)/zcxctl $(DESTDIR)$(MANDIR)/man8/zcxctl.8)
+	$(DESTDIR)$(BINDIR)/zcxctl $(DESTDIR)$(MANDIR)/man8/zcxctl.8
 
-install: lib verbs $(ZCXCTL_TARGET)
+install: lib verbs zcxctl
 	install -d $(INST_LIB)/zcx $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(DOCDIR)/examples/modules-load.d \
 		$(DESTDIR)$(MANDIR)/man3
@@ -274,13 +269,9 @@ install: lib verbs $(ZCXCTL_TARGET)
 	install -m 644 $(MAN3_PAGES) $(DESTDIR)$(MANDIR)/man3/
 	$(foreach l,$(MAN3_LINKS),echo '.so man3/$(lastword $(subst :, ,$(l))).3' \
 		> $(DESTDIR)$(MANDIR)/man3/$(firstword $(subst :, ,$(l))).3 &&) true
-ifneq ($(ZCXCTL),)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(MANDIR)/man8
 	install -m 755 $(ZCXCTL) $(DESTDIR)$(BINDIR)/zcxctl
 	install -m 644 $(TOP)/man/zcxctl.8 $(DESTDIR)$(MANDIR)/man8/
-else
-	@echo "install: no tools/ in this tree, zcxctl (and zcxctl.8) not installed"
-endif
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
 		ldconfig; fi
 

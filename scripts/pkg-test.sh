@@ -100,9 +100,8 @@ cmd_make_install() {
 		opt/zcx/include/zcx.h opt/zcx/include/zcx_uapi.h \
 		opt/zcx/lib/pkgconfig/libzcx.pc opt/zcx/share/man/man3/zcx_mr_reg.3 \
 		opt/zcx/share/man/man3/zcx_open.3 etc/udev/rules.d/60-zcx.rules \
-		opt/zcx/share/doc/zcx/examples/modules-load.d/zcx.conf)
-	# zcxctl comes with tools/ (make zcxctl).
-	[ ! -d "$top/tools" ] || expect+=(opt/zcx/bin/zcxctl opt/zcx/share/man/man8/zcxctl.8)
+		opt/zcx/share/doc/zcx/examples/modules-load.d/zcx.conf \
+		opt/zcx/bin/zcxctl opt/zcx/share/man/man8/zcxctl.8)
 	for f in "${expect[@]}"; do
 		[ -e "$tmp/$f" ] || { echo "missing: $f"; rc=1; }
 	done
@@ -186,11 +185,8 @@ cmd_guest() {
 		t zcx_regcache "$bindir/zcx_regcache"
 		t zcx_pingpong "$bindir/zcx_pingpong"
 		t zcx_barrier "$bindir/zcx_barrier" -n 4
-		# zcx-utils has zcxctl once the tree has tools/.
-		if [ -d "$top/tools" ]; then
-			t zcxctl-installed test -x /usr/bin/zcxctl
-			t zcxctl-status /usr/bin/zcxctl status
-		fi
+		t zcxctl-installed test -x /usr/bin/zcxctl
+		t zcxctl-status /usr/bin/zcxctl status
 		echo "1..$n"
 	} > "$tap"
 	cat "$tap"
