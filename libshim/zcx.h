@@ -257,7 +257,9 @@ int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
  * share, without system calls; a member that waited ZCX_SPIN polls sleeps
  * in the module; it yields the CPU every 256 polls, for members that may
  * be waiting for it.  A second zcx_ibarrier() on the same barrier before the
- * first completed arrives once the first's round is over.
+ * first completed arrives once the first's round is over.  If mapping the
+ * barrier's page fails (an mmap() errno such as -ENOMEM), the endpoint
+ * has joined but can never arrive: destroy it, which breaks the barrier.
  */
 int zcx_barrier_create(struct zcx_ep *ep, unsigned int nprocs, struct zcx_addr *addr,
 		       uint32_t *bar);
