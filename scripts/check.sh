@@ -13,9 +13,16 @@
 # finally "N passed, N failed, N skipped", counting every host step and
 # every selftest case of every kernel.  Exits non-zero on any failure.
 #
+# Then the reliability lane: the same selftests on the debug kernel
+# (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault injection;
+# built once and cached, in the background while the other lanes run),
+# with a kmemleak scan after them.
+#
 # Environment:
 #   ZCX_QUICK=1          6.12 only, module built from the tree (no DKMS,
-#                        no packages, no lint): the fast loop for local work.
+#                        no packages, no lint, no debug lane): the fast loop
+#                        for local work.
+#   ZCX_DEBUG_LANE=0     skip the debug-kernel lane (on by default).
 #   ZCX_TEST_KERNELS     kernels to test (default "6.1 6.12").
 set -uo pipefail
 
@@ -71,6 +78,27 @@ count_tap() {
 	done < <(cat "$@" 2>/dev/null)
 }
 
+# vm_lane NAME CMD VM-RUN-OPTION...: run the selftests (CMD) in a guest,
+# which writes its TAP files to build/vm/check-NAME/tap; their cases
+# count, and the run itself (boot, module load, splat and leak scan) is a
+# step of its own.
+vm_lane() {
+	local name=$1 cmd=$2 out=$top/build/vm/check-$1 start=$SECONDS rc
+	shift 2
+	rm -rf "$out"
+	scripts/vm-run.sh "$@" --out "$out" --cmd "$cmd" > "$logdir/vm-$name.log" 2>&1
+	rc=$?
+	count_tap "$name" "$out"/tap/*.tap
+	if [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+		printf 'ok    %-32s %4ds\n' "vm-$name" $((SECONDS - start))
+	else
+		failed=$((failed + 1))
+		failures+=("vm-$name: exit $rc (log: build/logs/vm-$name.log, $out)")
+		printf 'FAIL  %-32s %4ds  build/logs/vm-%s.log\n' "vm-$name" $((SECONDS - start)) "$name"
+	fi
+}
+
 checkpatch() {
 	perl build/ktools/scripts/checkpatch.pl --no-tree --quiet \
 		-f kmod/*.c kmod/*.h kmod/probes/*.c uapi/*.h
@@ -97,7 +125,19 @@ man_pages() {
 	return $rc
 }
 
-step install-deps scripts/install-deps.sh || exit 1
+debug_lane=1 deps=()
+[ "$quick" != 1 ] && [ "${ZCX_DEBUG_LANE:-1}" != 0 ] || debug_lane=0
+# All packages now: apt must not run beside the package steps below.
+[ $debug_lane = 0 ] || deps=(--debug-kernel)
+step install-deps scripts/install-deps.sh "${deps[@]}" || exit 1
+debug_pid=''
+if [ $debug_lane = 1 ]; then
+	# The guests below run on one host CPU (single-threaded TCG): build the
+	# debug kernel, if it is not cached, on what is left.
+	debug_start=$SECONDS
+	nice -n 10 scripts/debug-kernel.sh > "$logdir/debug-kernel.log" 2>&1 &
+	debug_pid=$!
+fi
 mapfile -t kernels < <(scripts/kernels.sh)
 if [ ${#kernels[@]} -eq 0 ]; then
 	echo "no kernel to test" >&2
@@ -134,32 +174,40 @@ for kver in "${kernels[@]}"; do
 		ko=
 	fi
 
-	out=$top/build/vm/check-$kver
-	rm -rf "$out"
-	start=$SECONDS
+	tap=$top/build/vm/check-$kver/tap
 	# The full run also runs the programs built against the installed
 	# library, and the interposer test with the installed interposer.
-	cmd="env ZCX_KO='$ko' selftests/run_tests.sh build/selftests '$out/tap'"
+	cmd="env ZCX_KO='$ko' selftests/run_tests.sh build/selftests '$tap'"
 	if [ "$quick" != 1 ]; then
 		preload=/usr/lib/$(gcc -print-multiarch)/zcx/libzcx-verbs-preload.so
 		cmd="env ZCX_KO= ZCX_PRELOAD=$preload selftests/run_tests.sh build/selftests"
-		cmd+=" '$out/tap'; rc=\$?; scripts/pkg-test.sh guest build/pkgtest '$out/tap'"
+		cmd+=" '$tap'; rc=\$?; scripts/pkg-test.sh guest build/pkgtest '$tap'"
 		cmd+=" || rc=1; exit \$rc"
 	fi
-	scripts/vm-run.sh --kernel "$kver" "${mode[@]}" --out "$out" --cmd "$cmd" \
-		> "$logdir/vm-$kver.log" 2>&1
+	vm_lane "$kver" "$cmd" --kernel "$kver" "${mode[@]}"
+done
+
+if [ $debug_lane = 1 ]; then
+	# Timed from the start: it built beside the other lanes.
+	wait "$debug_pid"
 	rc=$?
-	count_tap "$kver" "$out"/tap/*.tap
-	# The run itself (boot, module load, splat scan) is a step of its own.
 	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
-		printf 'ok    %-32s %4ds\n' "vm-$kver" $((SECONDS - start))
+		printf 'ok    %-32s %4ds\n' debug-kernel $((SECONDS - debug_start))
+		dkver=$(cat "$(scripts/debug-kernel.sh --print)/kernelrelease")
+		tap=$top/build/vm/check-debug/tap
+		# Everything is slower under KASAN and lockdep in TCG: the tests
+		# size their loops down under ZCX_SLOW.
+		vm_lane debug "env ZCX_SLOW=1 ZCX_KO=$top/build/kmod-$dkver/zcx.ko \
+			selftests/run_tests.sh build/selftests '$tap'" \
+			--kernel debug --module tree --timeout 2400
 	else
 		failed=$((failed + 1))
-		failures+=("vm-$kver: exit $rc (log: build/logs/vm-$kver.log, $out)")
-		printf 'FAIL  %-32s %4ds  build/logs/vm-%s.log\n' "vm-$kver" $((SECONDS - start)) "$kver"
+		failures+=("debug-kernel: exit $rc (log: build/logs/debug-kernel.log)")
+		printf 'FAIL  %-32s %4ds  build/logs/debug-kernel.log\n' debug-kernel \
+			$((SECONDS - debug_start))
 	fi
-done
+fi
 
 if [ ${#failures[@]} -gt 0 ]; then
 	echo

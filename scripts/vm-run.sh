@@ -29,7 +29,9 @@
 #
 # The guest sees the host's / read-only and the repository tree read-write at
 # the same path; the command runs as root in the repository top with
-# HOME=/tmp. The run directory gets console.log, output.log, dmesg.log, rc.
+# HOME=/tmp. The run directory gets console.log, output.log, dmesg.log, rc;
+# on a kernel with kmemleak also kmemleak.log, the leak scan made after the
+# command and after unloading zcx (any leak fails the run like a splat).
 #
 # Exit status: the command's status; 124 timeout; 125 module build or load
 # failure; 126 kernel splat in the guest log if the command succeeded (else
@@ -101,7 +103,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 # The guest mounts these at the same paths and parses job.env with sh.
 case $top$out in *[[:space:]\'\\]*) die "paths with blanks or quotes are not supported" ;; esac
-rm -f "$out"/{console,output,dmesg,qemu,build}.log "$out"/{rc,fail,job.env,cmd}
+rm -f "$out"/{console,output,dmesg,qemu,build,kmemleak}.log "$out"/{rc,fail,job.env,cmd}
 
 # Lines of a guest kernel log that mean the kernel is broken.
 splat_re='WARNING:|\bBUG:|Oops|KASAN|UBSAN|possible (circular|recursive) locking'
@@ -220,7 +222,9 @@ fi
 
 # A panic never reaches dmesg.log, and the console has no info-level
 # messages: look in both.
-for f in "$out/dmesg.log" "$out/console.log"; do
+# kmemleak.log: the debug kernel's leak scan after the job ("unreferenced
+# object" is a splat).
+for f in "$out/dmesg.log" "$out/console.log" "$out/kmemleak.log"; do
 	splat=$(grep -E -m1 "$splat_re" "$f" 2>/dev/null) || continue
 	splat_log=$f
 	break

@@ -26,7 +26,7 @@ static unsigned int rounds(void)
 {
 	const char *env = getenv("ZCX_BARRIER_ROUNDS");
 
-	return env && atoi(env) > 0 ? (unsigned int)atoi(env) : 10000;
+	return env && atoi(env) > 0 ? (unsigned int)atoi(env) : 10000 / zcx_test_slowdown();
 }
 
 /*

@@ -34,6 +34,18 @@ static inline int zcx_test_ioctl(int fd, unsigned long cmd, void *arg)
 	return ioctl(fd, cmd, arg) < 0 ? -errno : 0;
 }
 
+/*
+ * ZCX_SLOW=1: the guest is slow (the debug kernel's KASAN and lockdep under
+ * TCG); tests with long loops divide their round counts by this, checking
+ * the same things on fewer rounds.
+ */
+static inline unsigned int zcx_test_slowdown(void)
+{
+	const char *env = getenv("ZCX_SLOW");
+
+	return env && strcmp(env, "1") == 0 ? 10 : 1;
+}
+
 /* Read one unsigned number from a sysfs file; -1 if it cannot. */
 static inline long long zcx_test_read_number(const char *path)
 {
