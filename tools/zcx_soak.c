@@ -564,7 +564,7 @@ static int maybe_reg(struct proc *p, const void *buf, size_t len, unsigned int a
 		a = &p->snd;
 	else if (c >= p->rcv.p && c + len <= p->rcv.p + p->rcv.len)
 		a = &p->rcv;
-	if (a && rbelow(&p->priv, 2))
+	if (a && rbelow(&p->priv, 4) == 0)
 		CALL(p, zcx_mr_reg(p->zcx, a->p, a->len, access, mr));
 	else
 		CALL(p, zcx_mr_reg(p->zcx, buf, len, access, mr));
