@@ -94,6 +94,10 @@ if [ "${1:-}" = --guest ]; then
 		sed 's/^/soak-invalidations: /'
 
 	if [ -w "$kml" ]; then
+		# kmemleak reports no object younger than 5 s, and only what was
+		# unreferenced in the scan before too: wait out that age (what the
+		# soak's exit freed or leaked), then scan twice.
+		sleep 5
 		echo scan >"$kml"
 		echo scan >"$kml"
 		leaks=$(grep -c '^unreferenced object' "$kml" || true)
