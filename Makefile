@@ -45,7 +45,7 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib verbs module clean-module selftests examples zcxctl bench bench-all bench-reg bench-verbs \
+.PHONY: all lib verbs module clean-module selftests examples zcxctl zcx_soak bench bench-all bench-reg bench-verbs \
 	bench-xfer check check-quick demo \
 	vm-shell ktools dkms-install install uninstall deb clean help
 
@@ -54,6 +54,7 @@ all: lib verbs selftests examples zcxctl
 help:
 	@echo "make                 library and selftests (userspace)"
 	@echo "make zcxctl          the operations tool, build/tools/zcxctl (needs libnl-genl-3-dev)"
+	@echo "make zcx_soak        the soak program, build/tools/zcx_soak (scripts/soak.sh runs it)"
 	@echo "make module          zcx.ko for KVER (default $(KVER)) in build/kmod-KVER"
 	@echo "make check           everything, both kernels, in QEMU (what CI runs)"
 	@echo "make check-quick     6.12 only, module from the tree, no DKMS/lint"
@@ -161,6 +162,16 @@ zcxctl: $(ZCXCTL)
 $(ZCXCTL): $(TOP)/tools/zcxctl.c $(TOP)/uapi/zcx_uapi.h
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi $(NL_CFLAGS) $< -o $@ $(NL_LIBS)
+
+# The soak program (scripts/soak.sh runs it under memory churn in a guest).
+ZCX_SOAK := $(BUILD)/tools/zcx_soak
+
+zcx_soak: $(ZCX_SOAK)
+
+$(ZCX_SOAK): $(TOP)/tools/zcx_soak.c $(LIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
 
 # --- benchmarks ------------------------------------------------------------
 

@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# install-deps.sh [--bench] [--debug-kernel] - install the Debian packages
-# that building and testing zcx need (with --bench, also those the benchmarks
-# compare against; with --debug-kernel, what building a kernel needs),
+# install-deps.sh [--bench] [--debug-kernel] [--soak] - install the Debian
+# packages that building and testing zcx need (with --bench, also those the
+# benchmarks compare against; with --debug-kernel, what building a kernel
+# needs; with --soak, the memory churn of scripts/soak.sh),
 # if any is missing (needs root for that).  Output goes to build/logs/apt.log;
 # quiet when everything is present.
 set -euo pipefail
@@ -25,6 +26,8 @@ for group in "$@"; do
 	--bench) packages+=(ucx-utils openmpi-bin libopenmpi-dev strace gnuplot-nox) ;;
 	# Building the debug kernel (scripts/debug-kernel.sh).
 	--debug-kernel) packages+=(flex bison bc libelf-dev libssl-dev) ;;
+	# The memory churn beside the soak (scripts/soak.sh).
+	--soak) packages+=(stress-ng) ;;
 	*) echo "install-deps: unknown option $group" >&2; exit 2 ;;
 	esac
 done
