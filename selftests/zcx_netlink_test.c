@@ -874,7 +874,10 @@ static void *churn_contexts(void *arg)
 
 TEST(queries_race_with_teardown)
 {
-	struct churn c = { .page = sysconf(_SC_PAGESIZE), .rounds = 300 };
+	struct churn c = {
+		.page = sysconf(_SC_PAGESIZE),
+		.rounds = 300 / zcx_test_slowdown(),
+	};
 	struct zcx_test_census before = zcx_test_census();
 	struct region_list regions;
 	struct proc_list procs;

@@ -15,7 +15,8 @@
 #define CHUNK_PAGES	16
 #define REGISTRARS	4
 #define REMAPPERS	2
-#define ITERATIONS	3000
+/* Fewer on a slow guest (ZCX_SLOW). */
+#define ITERATIONS	(3000 / (int)zcx_test_slowdown())
 
 struct race {
 	struct zcx_test_ctx *t;
