@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * fuzz.h - state shared by the parts of zcx_fuzz (tools/zcx_fuzz.c, the
- * driver; tools/fuzz/ops.c, the operations).
+ * driver; tools/fuzz/ops.c and mem.c, the operations; common.c, what
+ * they share).
  *
  * Layout: the driver forks PROCS worker processes, each runs THREADS
  * fuzzing threads.  What the driver must see while workers run (progress
@@ -181,7 +182,7 @@ void rng_seed(struct thr *t, uint64_t seed, int p, int q);
 
 #define SKIP	1	/* an operation that found nothing to work on */
 
-/* ops.c: the driver's entry points */
+/* ops.c, common.c, mem.c: the driver's entry points */
 void proc_init(struct proc *pr, int idx);
 void proc_teardown(struct proc *pr);
 void run_one(struct thr *t);
@@ -189,7 +190,13 @@ void reap_child(struct thr *t, int block);
 void fuzz_fail(struct thr *t, const char *why);
 void dump_ring(const struct shared *sh, int p, int q);
 
-/* ops.c: helpers for the operations */
+/* common.c: helpers for the operations */
+void stat_add(struct thr *t, int op, long r);
+void board_put_addr(struct thr *t, const struct zcx_addr *a);
+void board_get_addr(struct thr *t, struct zcx_addr *a, __u16 kind);
+void board_put_rkey(struct thr *t, uint64_t key, uint64_t addr, uint64_t len);
+uint64_t board_get_rkey(struct thr *t, uint64_t *remote);
+uint64_t pick_handle(struct thr *t);
 void note(struct thr *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int xioctl(struct thr *t, int fd, unsigned long cmd, void *arg);
 void call_begin(struct thr *t);
