@@ -13,6 +13,7 @@
  *   -w SECONDS  watchdog: an operation that takes longer is "stuck" (60)
  *   -u UID      odd-numbered workers drop to this uid/gid (root only),
  *               as unprivileged users are the threat model
+ *   -v          print every operation as it completes
  *
  * Random ioctl/mmap/munmap/mremap/madvise/fork/close sequences with
  * random and edge-case arguments, several processes and threads at once
@@ -45,6 +46,7 @@ static struct shared *sh;
 static uint64_t opt_ops;
 static int opt_procs = 2, opt_threads = 2, opt_watchdog = 60;
 static long opt_uid = -1;
+static int opt_verbose;
 
 static void on_usr1(int sig)
 {
@@ -235,7 +237,7 @@ static void dump_stack(int tid)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: zcx_fuzz [-s SEED] [-n OPS] [-t SECONDS] [-p PROCS] [-T THREADS]\n"
-		   "                [-w WATCHDOG_SECONDS] [-u UID]\n");
+		   "                [-w WATCHDOG_SECONDS] [-u UID] [-v]\n");
 }
 
 static void summary(void)
@@ -272,7 +274,7 @@ int main(int argc, char **argv)
 	const char *diff;
 	size_t size;
 
-	while ((c = getopt(argc, argv, "s:n:t:p:T:w:u:h")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:t:p:T:w:u:vh")) != -1) {
 		switch (c) {
 		case 's': seed = strtoull(optarg, NULL, 0); have_seed = 1; break;
 		case 'n': opt_ops = strtoull(optarg, NULL, 0); break;
@@ -281,6 +283,7 @@ int main(int argc, char **argv)
 		case 'T': opt_threads = atoi(optarg); break;
 		case 'w': opt_watchdog = atoi(optarg); break;
 		case 'u': opt_uid = atol(optarg); break;
+		case 'v': opt_verbose = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -316,6 +319,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sh->seed = seed;
+	sh->verbose = opt_verbose;
 	sh->nprocs = opt_procs;
 	sh->nthreads = opt_threads;
 	start = now_ns();

@@ -27,10 +27,26 @@ uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+/*
+ * Distinct, well-separated streams per (seed, process, thread).  The
+ * operations come from one stream, so worker P.T runs the same sequence
+ * of operations for a seed whatever the module answers; each operation's
+ * arguments come from a stream seeded by (that, operation number), so
+ * they stay the same too, except for values learned from earlier answers.
+ */
 void rng_seed(struct thr *t, uint64_t seed, int p, int q)
 {
-	/* Distinct, well-separated streams per (seed, process, thread). */
 	uint64_t x = seed ^ ((uint64_t)(p + 1) << 40) ^ ((uint64_t)(q + 1) << 20);
+	int i;
+
+	for (i = 0; i < 4; i++)
+		t->sel[i] = splitmix64(&x);
+	t->base = splitmix64(&x);
+}
+
+void rng_op(struct thr *t)
+{
+	uint64_t x = t->base ^ (t->nops * 0x2545f4914f6cdd1dULL);
 	int i;
 
 	for (i = 0; i < 4; i++)

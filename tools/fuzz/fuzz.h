@@ -62,6 +62,7 @@ struct shared {
 	uint64_t seed;
 	int nprocs, nthreads;
 	int stop, failed;
+	int verbose;		/* -v: print every operation */
 	uint32_t naddr, nrkey, nhandle;
 	uint64_t addr[BOARD_N][8];	/* struct zcx_addr of endpoints and barriers */
 	uint64_t rkey[BOARD_N][3];	/* key, start, length of exposed ranges */
@@ -128,7 +129,9 @@ struct thr {
 	struct wslot *slot;
 	int p, t;
 	pthread_t th;
-	uint64_t s[4];		/* xoshiro256** state */
+	uint64_t sel[4];	/* xoshiro256** state choosing the operations */
+	uint64_t s[4];		/* ... choosing an operation's arguments */
+	uint64_t base;		/* seeds s[] afresh for each operation */
 	uint64_t nops;
 	int cur_op;
 	uint64_t block_since;	/* ns; the ticker interrupts long calls */
@@ -153,10 +156,10 @@ static inline uint64_t rotl64(uint64_t x, int k)
 	return (x << k) | (x >> (64 - k));
 }
 
-/* xoshiro256**: each worker's own reproducible stream. */
-static inline uint64_t rnd(struct thr *t)
+/* xoshiro256**: each worker's own reproducible streams. */
+static inline uint64_t xoshiro(uint64_t *s)
 {
-	uint64_t *s = t->s, r = rotl64(s[1] * 5, 7) * 9, x = s[1] << 17;
+	uint64_t r = rotl64(s[1] * 5, 7) * 9, x = s[1] << 17;
 
 	s[2] ^= s[0];
 	s[3] ^= s[1];
@@ -165,6 +168,11 @@ static inline uint64_t rnd(struct thr *t)
 	s[2] ^= x;
 	s[3] = rotl64(s[3], 45);
 	return r;
+}
+
+static inline uint64_t rnd(struct thr *t)
+{
+	return xoshiro(t->s);
 }
 
 static inline uint64_t below(struct thr *t, uint64_t n)
@@ -179,6 +187,7 @@ static inline int chance(struct thr *t, unsigned int pct)
 
 uint64_t now_ns(void);
 void rng_seed(struct thr *t, uint64_t seed, int p, int q);
+void rng_op(struct thr *t);
 
 #define SKIP	1	/* an operation that found nothing to work on */
 

@@ -171,7 +171,8 @@ int op_mmap_fd(struct thr *t)
 		m.len = len;
 		m.kind = FM_OTHER;	/* never touched */
 		m.ctx = ci;
-		if (have && ri.ctx == ci && off == ri.offset && len == ri.size &&
+		/* (pick_fd() hands out other files too: a memfd mapped there is no ring.) */
+		if (have && ri.ctx == ci && fd == pr->fds[ci] && off == ri.offset && len == ri.size &&
 		    prot & PROT_WRITE && prot & PROT_READ && flags & MAP_SHARED) {
 			m.kind = FM_RING;
 			m.safe = len;
@@ -510,7 +511,8 @@ static void child_main(struct thr *t)
 	memset(pr->maps, 0, sizeof(pr->maps));
 	t->child = 0;
 	for (i = 0; i < 4; i++)
-		t->s[i] = splitmix64(&x);
+		t->sel[i] = splitmix64(&x);
+	t->base = splitmix64(&x);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_alarm;	/* no SA_RESTART: blocked calls get EINTR */
 	sigaction(SIGALRM, &sa, NULL);

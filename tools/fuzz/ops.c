@@ -796,7 +796,8 @@ void run_one(struct thr *t)
 		reap_child(t, 0);
 	for (op = 0; op < NOPS; op++)
 		total += (op == OP_FORK && t->pr->in_child) ? 0 : weights[op];
-	x = below(t, total);
+	x = xoshiro(t->sel) % total;
+	rng_op(t);
 	for (op = 0; op < NOPS; op++) {
 		unsigned int w = (op == OP_FORK && t->pr->in_child) ? 0 : weights[op];
 
@@ -815,5 +816,8 @@ void run_one(struct thr *t)
 	run_op(t, op);
 	if (!t->pr->in_child)
 		__atomic_store_n(&t->slot->busy, 0, __ATOMIC_RELEASE);
+	if (t->sh->verbose)
+		dprintf(1, "%d.%d%s #%llu %s\n", t->p, t->t, t->pr->in_child ? " child" : "",
+		       (unsigned long long)t->nops + 1, t->desc);
 	t->nops++;
 }
