@@ -134,9 +134,9 @@ static void dump_maps_near(uintptr_t a)
 
 /*
  * A fault is reported, not survived: print where it hit (in which arena
- * slot, and what we believed was there), then return with the default
- * action back in place, so the fault repeats and kills the worker, which
- * the driver reports.
+ * slot or descriptor mapping, and what we believed was there), then die
+ * of the signal with the default action back in place, which the driver
+ * reports.
  */
 static void on_fault(int sig, siginfo_t *si, void *uc)
 {
@@ -162,6 +162,8 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 		}
 	}
 	dump_maps_near(a);
+	/* Die of it (the default action is back): sent by kill() too. */
+	raise(sig);
 }
 
 static void worker(int p)
