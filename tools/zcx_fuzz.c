@@ -3,7 +3,7 @@
  * zcx_fuzz - a seeded, reproducible fuzzer for /dev/zcx.
  *
  * Usage: zcx_fuzz [-s SEED] [-n OPS] [-t SECONDS] [-p PROCS] [-T THREADS]
- *                 [-w SECONDS] [-u UID]
+ *                 [-w SECONDS] [-u UID] [-v]
  *
  *   -s SEED     64-bit seed (default: from getrandom()); printed first
  *   -n OPS      operations per worker thread (default: unlimited)
@@ -18,12 +18,14 @@
  * Random ioctl/mmap/munmap/mremap/madvise/fork/close sequences with
  * random and edge-case arguments, several processes and threads at once
  * (tools/fuzz/ops.c and mem.c have the details).  Worker P.T draws its
- * operations from its own xoshiro256** stream seeded from (SEED, P, T):
- * for one seed, each worker chooses the same operations with the same
- * random arguments every run.  What the module answers, and so the
- * handles and keys learned along the way, depends on how the threads and
- * processes interleave, which no seed fixes; a failure that depends on a
- * race may need a few runs of its seed (or -p 1 -T 1) to come back.
+ * operations from its own xoshiro256** stream seeded from (SEED, P, T),
+ * and each operation's random arguments from a stream seeded from that
+ * and the operation's number: for one seed, each worker runs the same
+ * sequence of operations every run (compare -v output), whatever the
+ * module answers.  What it answers, and so the handles, keys and
+ * addresses learned along the way, depends on how threads and processes
+ * interleave, which no seed fixes; a failure that depends on a race may
+ * need a few runs of its seed (or fewer workers: -p 1 -T 1) to come back.
  *
  * Any errno is an acceptable answer.  Failures: a worker or fork child
  * killed by a signal we did not send; an operation stuck for -w seconds;
