@@ -173,6 +173,23 @@ $(ZCX_SOAK): $(TOP)/tools/zcx_soak.c $(LIB_SO) $(LIB_HDRS)
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
 
+# --- zcx_fuzz: the seeded fuzzer (raw ioctls; scripts/fuzz.sh runs it) -----
+
+ZCX_FUZZ := $(BUILD)/tools/zcx_fuzz
+FUZZ_SRCS := $(TOP)/tools/zcx_fuzz.c $(wildcard $(TOP)/tools/fuzz/*.c)
+
+zcx_fuzz: $(ZCX_FUZZ)
+
+# Built with zcxctl and the selftests (selftests/zcx_fuzz_test.sh runs it).
+zcxctl selftests: $(ZCX_FUZZ)
+
+$(ZCX_FUZZ): $(FUZZ_SRCS) $(TOP)/tools/fuzz/fuzz.h $(TOP)/uapi/zcx_uapi.h $(TOP)/selftests/zcx_test.h
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/selftests -I$(TOP)/tools/fuzz \
+		$(FUZZ_SRCS) -o $@ -lpthread
+
+.PHONY: zcx_fuzz
+
 # --- benchmarks ------------------------------------------------------------
 
 # reg_bench measures ibv_reg_mr too when libibverbs is installed.
