@@ -5,7 +5,8 @@
  *  - keys belong to one object: another region's rkey, keys near a known
  *    one, an endpoint's key for another endpoint or for a barrier, are all
  *    refused, and the target's bytes stay as they were; a revoked rkey
- *    stays dead when the same range is exposed again;
+ *    stays dead when the same range is exposed again; memory remapped at
+ *    an exposed range is reached with no more than its protection;
  *  - revocation racing transfers: every transfer either fails with EACCES
  *    or moves exactly the bytes of the exposure whose key it used;
  *  - other users: a process that dropped to uid 65534 cannot connect to,
@@ -427,6 +428,61 @@ TEST_F(sec, keys_belong_to_one_object)
 	close(fc);
 	munmap(bufb, 64 * KiB);
 	munmap(bufc, 64 * KiB);
+	munmap(mine, 64 * KiB);
+}
+
+/*
+ * A key reaches the memory mapped at its range now (the header), but
+ * never with more than the owner's protection of that memory: after
+ * munmap + mmap of read-only memory there, a put fails and changes
+ * nothing while a get works; PROT_NONE memory refuses both.  (mprotect()
+ * of the memory that was exposed keeps the pinned pages writable for
+ * peers, by design, as for ibv_reg_mr(): not checked here.)
+ */
+TEST_F(sec, remapped_range_keeps_owner_protection)
+{
+	int fa = zcx_test_open(), fb = zcx_test_open();
+	char *bufb = zcx_test_anon(64 * KiB), *mine = zcx_test_anon(64 * KiB);
+	struct rep a, b;
+	uint64_t kb;
+	__u32 pb;
+	int ret;
+
+	ASSERT_LE(0, fa);
+	ASSERT_LE(0, fb);
+	ASSERT_TRUE(bufb && mine);
+	ASSERT_EQ(0, rep_create(fa, 0, 64, &a));
+	ASSERT_EQ(0, rep_create(fb, 0, 64, &b));
+	ASSERT_EQ(0, rep_connect(&a, &b.c.addr, &pb));
+	ASSERT_EQ(0, do_expose(fb, bufb, 64 * KiB, ZCX_REMOTE_ALL, &kb));
+	/* New memory at the range, filled, then made read-only. */
+	ASSERT_EQ(bufb, mmap(bufb, 64 * KiB, PROT_READ | PROT_WRITE,
+			     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
+	fill(bufb, 64 * KiB, 0x0b);
+	ASSERT_EQ(0, mprotect(bufb, 64 * KiB, PROT_READ));
+	ASSERT_EQ(0, rep_rma(&a, ZCX_OP_GET, pb, mine, 8192, (uintptr_t)bufb + 4096, kb));
+	EXPECT_EQ(-1, unfilled_at(mine, 8192, 0x0b, 4096));
+	fill(mine, 8192, 0xbad);
+	ret = rep_rma(&a, ZCX_OP_PUT, pb, mine, 8192, (uintptr_t)bufb + 4096, kb);
+	EXPECT_TRUE(ret == -EFAULT || ret == -EACCES) TH_LOG("put into read-only memory: %d", ret);
+	EXPECT_EQ(-1, unfilled(bufb, 64 * KiB, 0x0b));
+	/* Nothing accessible there at all. */
+	ASSERT_EQ(0, mprotect(bufb, 64 * KiB, PROT_NONE));
+	memset(mine, 0, 8192);
+	ret = rep_rma(&a, ZCX_OP_GET, pb, mine, 8192, (uintptr_t)bufb, kb);
+	EXPECT_TRUE(ret == -EFAULT || ret == -EACCES) TH_LOG("get from PROT_NONE memory: %d", ret);
+	EXPECT_EQ(-1, not_all(mine, 8192, 0));
+	ret = rep_rma(&a, ZCX_OP_PUT, pb, mine, 8192, (uintptr_t)bufb, kb);
+	EXPECT_TRUE(ret == -EFAULT || ret == -EACCES) TH_LOG("put into PROT_NONE memory: %d", ret);
+	ASSERT_EQ(0, mprotect(bufb, 64 * KiB, PROT_READ));
+	EXPECT_EQ(-1, unfilled(bufb, 64 * KiB, 0x0b));
+
+	EXPECT_EQ(0, do_unexpose(fb, kb));
+	rep_destroy(&a);
+	rep_destroy(&b);
+	close(fa);
+	close(fb);
+	munmap(bufb, 64 * KiB);
 	munmap(mine, 64 * KiB);
 }
 
