@@ -24,6 +24,7 @@
  * project's debug kernel has it).
  */
 #define _GNU_SOURCE
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -216,18 +217,49 @@ static int rep_submit(struct rep *r, const struct zcx_sqe *sqe)
 	return ret == 1 ? 0 : -EPROTO;
 }
 
-/* A completion if one is there (1), none (0); @wait: sleep for one. */
+static volatile sig_atomic_t alarmed;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	alarmed = 1;
+}
+
+/* Seconds a completion that must come may take: a hang is reported, not waited out. */
+#define REAP_TIMEOUT	20
+
+/*
+ * A completion if one is there (1), none (0); @wait: sleep for one, at
+ * most REAP_TIMEOUT seconds (then -ETIME).
+ */
 static int rep_reap(struct rep *r, struct zcx_cqe *cqe, bool wait)
 {
 	struct zcx_enter e = { .ep = r->c.ep, .flags = ZCX_ENTER_GETEVENTS, .min_complete = 1 };
+	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
 	__u32 head = *r->cq_head;
+	int ret = 0;
 
+	if (wait) {
+		alarmed = 0;
+		sigaction(SIGALRM, &sa, NULL);
+		alarm(REAP_TIMEOUT);
+	}
 	while (__atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) == head) {
 		if (!wait)
 			return 0;
-		if (ioctl(r->fd, ZCX_IOC_ENTER, &e) < 0 && errno != EINTR)
-			return -errno;
+		if (alarmed) {
+			ret = -ETIME;
+			break;
+		}
+		if (ioctl(r->fd, ZCX_IOC_ENTER, &e) < 0 && errno != EINTR) {
+			ret = -errno;
+			break;
+		}
 	}
+	if (wait)
+		alarm(0);
+	if (ret)
+		return ret;
 	*cqe = r->cqes[head & r->cq_mask];
 	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return 1;

@@ -1098,6 +1098,18 @@ TEST_F(sec, status_area_holds_nothing_else)
 		if (t.events[i].seq != ~0ULL || not_all(&t.events[i].start, sizeof(t.events[i]) - 8, 0) != -1)
 			break;
 	EXPECT_EQ(s->event_count, i);
+	/* The same event through read(), into a buffer with room for more. */
+	{
+		struct zcx_event ev[3];
+
+		memset(ev, PAT, sizeof(ev));
+		ASSERT_EQ(0, fcntl(t.fd, F_SETFL, O_NONBLOCK));
+		ASSERT_EQ((ssize_t)sizeof(ev[0]), read(t.fd, ev, sizeof(ev)));
+		EXPECT_EQ(0, memcmp(&ev[0], &t.events[0], sizeof(ev[0])));
+		EXPECT_EQ(-1, not_all(&ev[1], 2 * sizeof(ev[0]), PAT));
+		EXPECT_EQ(-1, read(t.fd, ev, sizeof(ev)));
+		EXPECT_EQ(EAGAIN, errno);
+	}
 	EXPECT_EQ(0, zcx_test_dereg(&t, reg.handle));
 	zcx_test_ctx_close(&t);
 }
