@@ -17,6 +17,8 @@
  *    (registration, expose, and a transfer's own pinning, polled or not:
  *    ENOMEM), gets it back on release (VmPin), and rings and barrier
  *    pages are not charged to it; root with CAP_IPC_LOCK is not limited;
+ *  - an ioctl whose result cannot be copied out (EFAULT) leaves no object
+ *    behind that the caller could not name;
  *  - no stale bytes reach userspace: every ioctl's output fields, passed
  *    in holding a pattern, come back with documented values and zeroed
  *    reserved words; the status area, rings and barrier pages hold
@@ -1028,6 +1030,115 @@ TEST_F(sec, ioctl_outputs_fully_written)
 		EXPECT_EQ(0, d.reserved[i]);
 	zcx_test_ctx_close(&t);
 	close(fd2);
+	munmap(buf, 64 * KiB);
+}
+
+/*
+ * An ioctl whose result cannot be written back (the argument readable but
+ * not writable) fails with EFAULT and leaves nothing behind that the
+ * caller could not name: no endpoint, connection, barrier, exposed
+ * region (pinned pages) or monitor takes a slot.  Each is tried more
+ * times than its limit allows objects, then the real call must work.
+ */
+static void *ro_arg(const void *arg, size_t size)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		return NULL;
+	memcpy(p, arg, size);
+	if (mprotect(p, 4096, PROT_READ)) {
+		munmap(p, 4096);
+		return NULL;
+	}
+	return p;
+}
+
+TEST_F(sec, unwritable_result_undoes_the_call)
+{
+	struct zcx_test_census mid;
+	struct zcx_test_ctx t;
+	struct zcx_ep_create c = { .sq_entries = 2 };
+	struct zcx_ep_connect conn = { 0 };
+	struct zcx_bar_create bc = { .nprocs = 1 };
+	struct zcx_expose x = { 0 };
+	struct zcx_mon_add mon = { 0 };
+	struct zcx_mr_reg reg = { 0 };
+	struct rep r;
+	char *buf = zcx_test_anon(64 * KiB);
+	void *ro;
+	int i, fails;
+
+	ASSERT_NE(NULL, buf);
+	memset(buf, 1, 64 * KiB);
+	ASSERT_EQ(0, zcx_test_ctx_open(&t));
+	ASSERT_EQ(0, rep_create(t.fd, 0, 8, &r));
+
+	ro = ro_arg(&c, sizeof(c));
+	ASSERT_NE(NULL, ro);
+	for (i = fails = 0; i < ZCX_MAX_ENDPOINTS + 1; i++)
+		fails += zcx_test_ioctl(t.fd, ZCX_IOC_EP_CREATE, ro) == -EFAULT;
+	EXPECT_EQ(ZCX_MAX_ENDPOINTS + 1, fails);
+	munmap(ro, 4096);
+	EXPECT_EQ(0, zcx_test_ioctl(t.fd, ZCX_IOC_EP_CREATE, &c));
+	EXPECT_EQ(r.c.ep + 1, c.ep);
+
+	conn.ep = r.c.ep;
+	conn.addr = r.c.addr;
+	ro = ro_arg(&conn, sizeof(conn));
+	ASSERT_NE(NULL, ro);
+	for (i = fails = 0; i < ZCX_MAX_CONNECTIONS + 1; i++)
+		fails += zcx_test_ioctl(t.fd, ZCX_IOC_EP_CONNECT, ro) == -EFAULT;
+	EXPECT_EQ(ZCX_MAX_CONNECTIONS + 1, fails);
+	munmap(ro, 4096);
+	EXPECT_EQ(0, zcx_test_ioctl(t.fd, ZCX_IOC_EP_CONNECT, &conn));
+	EXPECT_EQ(0, conn.peer);
+
+	bc.ep = r.c.ep;
+	ro = ro_arg(&bc, sizeof(bc));
+	ASSERT_NE(NULL, ro);
+	for (i = fails = 0; i < ZCX_MAX_BARRIERS + 1; i++)
+		fails += zcx_test_ioctl(t.fd, ZCX_IOC_BAR_CREATE, ro) == -EFAULT;
+	EXPECT_EQ(ZCX_MAX_BARRIERS + 1, fails);
+	munmap(ro, 4096);
+	EXPECT_EQ(0, zcx_test_ioctl(t.fd, ZCX_IOC_BAR_CREATE, &bc));
+	EXPECT_EQ(0, bc.bar);
+
+	/* Exposing and registering pin: nothing stays pinned (once flushed). */
+	mid = zcx_test_census();
+	x.addr = (uintptr_t)buf;
+	x.length = 64 * KiB;
+	x.rights = ZCX_REMOTE_ALL;
+	ro = ro_arg(&x, sizeof(x));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, zcx_test_ioctl(t.fd, ZCX_IOC_EXPOSE, ro));
+	munmap(ro, 4096);
+	reg.addr = (uintptr_t)buf;
+	reg.length = 32 * KiB;
+	reg.access = ZCX_ACCESS_ALL;
+	ro = ro_arg(&reg, sizeof(reg));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, zcx_test_ioctl(t.fd, ZCX_IOC_MR_REG, ro));
+	munmap(ro, 4096);
+	/* Left cached and unused at most, which a flush drops. */
+	EXPECT_LE(0, zcx_test_flush(&t));
+	EXPECT_EQ(NULL, zcx_test_census_settle(&mid, 5000));
+
+	/* Monitors take cache entries: four allowed, five tried. */
+	ASSERT_EQ(0, zcx_test_limits(&t, ZCX_LIMIT_SET_ENTRIES, 4, 0));
+	mon.addr = (uintptr_t)buf;
+	mon.length = 4096;
+	ro = ro_arg(&mon, sizeof(mon));
+	ASSERT_NE(NULL, ro);
+	for (i = fails = 0; i < 5; i++)
+		fails += zcx_test_ioctl(t.fd, ZCX_IOC_MON_ADD, ro) == -EFAULT;
+	EXPECT_EQ(5, fails);
+	munmap(ro, 4096);
+	EXPECT_EQ(0, zcx_test_counter(&t, regions));
+	EXPECT_EQ(0, zcx_test_ioctl(t.fd, ZCX_IOC_MON_ADD, &mon));
+
+	munmap(r.map, r.c.mmap_size);
+	zcx_test_ctx_close(&t);
 	munmap(buf, 64 * KiB);
 }
 
