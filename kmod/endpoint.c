@@ -527,16 +527,19 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 	while (ep->sq_head != tail && done < max && !READ_ONCE(ep->dead)) {
 		if (!zcx_cq_reserve(ep))
 			return done ? done : -EBUSY;
-		op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
-		if (!op) {
-			spin_lock(&ep->cq_lock);
-			ep->owed--;
-			spin_unlock(&ep->cq_lock);
-			return done ? done : -ENOMEM;
-		}
 		/* One copy of the entry: userspace may rewrite it meanwhile. */
 		memcpy(&sqe, &ep->sqes[ep->sq_head & ep->sq_mask], sizeof(sqe));
 		ep->sq_head++;
+		op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
+		if (!op) {
+			/*
+			 * Taken all the same: a submission's failure is its
+			 * completion's, never the doorbell's (the entry
+			 * would run late, on the next ring).
+			 */
+			zcx_cq_post(ep, sqe.opcode, sqe.user_data, -ENOMEM, 0, 0);
+			goto taken;
+		}
 		kref_get(&ep->ref);
 		op->ep = ep;
 		op->user_data = sqe.user_data;
@@ -547,6 +550,7 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 		op->tag_mask = sqe.tag_mask;
 		trace_zcx_submit(ep, &sqe);
 		zcx_sqe_start(ep, op, &sqe);
+taken:
 		/*
 		 * Handed back once started, so that a head that caught up
 		 * with the tail means "all taken, receives posted".  Entry
