@@ -13,7 +13,8 @@
 # finally "N passed, N failed, N skipped", counting every host step and
 # every selftest case of every kernel.  Exits non-zero on any failure.
 #
-# Then the reliability lane: the same selftests on the debug kernel
+# With ZCX_DEBUG_LANE=1, then the reliability lane: the same selftests on
+# the debug kernel
 # (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault injection;
 # built once and cached, in the background while the other lanes run),
 # with a kmemleak scan after them.
@@ -22,7 +23,8 @@
 #   ZCX_QUICK=1          6.12 only, module built from the tree (no DKMS,
 #                        no packages, no lint, no debug lane): the fast loop
 #                        for local work.
-#   ZCX_DEBUG_LANE=0     skip the debug-kernel lane (on by default).
+#   ZCX_DEBUG_LANE=1     add the debug-kernel lane (off by default until a
+#                        whole run of it has been validated, see README).
 #   ZCX_TEST_KERNELS     kernels to test (default "6.1 6.12").
 set -uo pipefail
 
@@ -126,7 +128,7 @@ man_pages() {
 }
 
 debug_lane=1 deps=()
-[ "$quick" != 1 ] && [ "${ZCX_DEBUG_LANE:-1}" != 0 ] || debug_lane=0
+[ "$quick" != 1 ] && [ "${ZCX_DEBUG_LANE:-0}" = 1 ] || debug_lane=0
 # All packages now: apt must not run beside the package steps below.
 [ $debug_lane = 0 ] || deps=(--debug-kernel)
 step install-deps scripts/install-deps.sh "${deps[@]}" || exit 1
