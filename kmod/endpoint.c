@@ -530,6 +530,7 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 		/* One copy of the entry: userspace may rewrite it meanwhile. */
 		memcpy(&sqe, &ep->sqes[ep->sq_head & ep->sq_mask], sizeof(sqe));
 		ep->sq_head++;
+		trace_zcx_submit(ep, &sqe);
 		op = kzalloc(sizeof(*op), GFP_KERNEL_ACCOUNT);
 		if (!op) {
 			/*
@@ -548,7 +549,6 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 		op->len = sqe.len;
 		op->tag = sqe.tag;
 		op->tag_mask = sqe.tag_mask;
-		trace_zcx_submit(ep, &sqe);
 		zcx_sqe_start(ep, op, &sqe);
 taken:
 		/*

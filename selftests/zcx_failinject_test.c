@@ -29,6 +29,7 @@
 #include <sys/stat.h>
 
 #include "kselftest_harness.h"
+#include "zcx_raw.h"
 #include "zcx_test.h"
 
 #define KiB		1024UL
@@ -163,44 +164,7 @@ static int proc_write(int fd, const char *value)
 	return pwrite(fd, value, strlen(value), 0) == (ssize_t)strlen(value) ? 0 : -errno;
 }
 
-/* ---- the raw transport ABI ---- */
-
-struct rep {
-	int fd;
-	struct zcx_ep_create c;
-	char *map;
-	__u32 *sq_tail, *cq_head, *cq_tail;
-	__u32 sq_mask, cq_mask;
-	struct zcx_sqe *sqes;
-	struct zcx_cqe *cqes;
-};
-
-static int rep_create(int fd, struct rep *r)
-{
-	const struct zcx_ring_offsets *o = &r->c.offsets;
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	r->fd = fd;
-	r->c.sq_entries = 32;
-	ret = zcx_test_ioctl(fd, ZCX_IOC_EP_CREATE, &r->c);
-	if (ret)
-		return ret;
-	r->map = mmap(NULL, r->c.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		      r->c.mmap_offset);
-	if (r->map == MAP_FAILED) {
-		r->map = NULL;
-		return -errno;
-	}
-	r->sq_tail = (__u32 *)(r->map + o->sq_tail);
-	r->cq_head = (__u32 *)(r->map + o->cq_head);
-	r->cq_tail = (__u32 *)(r->map + o->cq_tail);
-	r->sq_mask = *(__u32 *)(r->map + o->sq_mask);
-	r->cq_mask = *(__u32 *)(r->map + o->cq_mask);
-	r->sqes = (struct zcx_sqe *)(r->map + o->sqes);
-	r->cqes = (struct zcx_cqe *)(r->map + o->cqes);
-	return 0;
-}
+/* ---- submit and reap on the raw ABI (zcx_raw.h) ---- */
 
 /*
  * ZCX_IOC_ENTER calls that failed for a reason the header does not give
@@ -214,19 +178,15 @@ static int enter_undocumented, enter_undocumented_errno;
  * ENTER failure other than the documented ones is counted and the
  * entry, still in the SQ, submitted again, so the ring stays in step.
  */
-static int rep_submit(struct rep *r, const struct zcx_sqe *sqe)
+static int rep_submit(struct zcx_raw_ep *r, const struct zcx_sqe *sqe)
 {
-	struct zcx_enter e = { .ep = r->c.ep, .to_submit = 1 };
-	__u32 tail = *r->sq_tail;
 	int ret, tries;
 
-	r->sqes[tail & r->sq_mask] = *sqe;
-	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
+	zcx_raw_push(r, sqe);
 	for (tries = 0; tries < 1000; tries++) {
-		ret = ioctl(r->fd, ZCX_IOC_ENTER, &e);
+		ret = zcx_raw_enter(r, 1, 0, 0);
 		if (ret >= 0)
 			return ret == 1 ? 0 : -EPROTO;
-		ret = -errno;
 		if (ret == -EBUSY || ret == -EINTR || ret == -ENOENT || ret == -EINVAL)
 			return ret;
 		enter_undocumented++;
@@ -250,11 +210,9 @@ static void on_alarm(int sig)
  * A completion if one is there (1), none (0); @wait: sleep for one, at
  * most REAP_TIMEOUT seconds (then -ETIME).
  */
-static int rep_reap(struct rep *r, struct zcx_cqe *cqe, bool wait)
+static int rep_reap(struct zcx_raw_ep *r, struct zcx_cqe *cqe, bool wait)
 {
-	struct zcx_enter e = { .ep = r->c.ep, .flags = ZCX_ENTER_GETEVENTS, .min_complete = 1 };
 	struct sigaction sa = { .sa_handler = on_alarm };	/* no SA_RESTART */
-	__u32 head = *r->cq_head;
 	int ret = 0;
 
 	if (wait) {
@@ -262,25 +220,21 @@ static int rep_reap(struct rep *r, struct zcx_cqe *cqe, bool wait)
 		sigaction(SIGALRM, &sa, NULL);
 		alarm(REAP_TIMEOUT);
 	}
-	while (__atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) == head) {
+	while (!zcx_raw_pop(r, cqe)) {
 		if (!wait)
 			return 0;
 		if (alarmed) {
 			ret = -ETIME;
 			break;
 		}
-		if (ioctl(r->fd, ZCX_IOC_ENTER, &e) < 0 && errno != EINTR) {
-			ret = -errno;
+		ret = zcx_raw_enter(r, 0, ZCX_ENTER_GETEVENTS, 1);
+		if (ret < 0 && ret != -EINTR)
 			break;
-		}
+		ret = 0;
 	}
 	if (wait)
 		alarm(0);
-	if (ret)
-		return ret;
-	*cqe = r->cqes[head & r->cq_mask];
-	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
-	return 1;
+	return ret ? ret : 1;
 }
 
 /* ---- the scenario ---- */
@@ -383,7 +337,7 @@ static bool filled(const char *p, size_t len, unsigned int seed)
  * One message A -> B of @len bytes with @tag, the receive posted first
  * (or, @unexpected, after the send).  0 delivered, 1 failed cleanly.
  */
-static int message(struct env *e, int step, struct rep *a, struct rep *b, __u32 peer,
+static int message(struct env *e, int step, struct zcx_raw_ep *a, struct zcx_raw_ep *b, __u32 peer,
 		   size_t len, __u64 tag, bool unexpected)
 {
 	struct zcx_sqe rsqe = {
@@ -442,7 +396,7 @@ static int message(struct env *e, int step, struct rep *a, struct rep *b, __u32 
 	return 0;
 }
 
-static int rma(struct env *e, int step, struct rep *a, __u32 peer, bool put, uint64_t rkey)
+static int rma(struct env *e, int step, struct zcx_raw_ep *a, __u32 peer, bool put, uint64_t rkey)
 {
 	struct zcx_sqe sqe = {
 		.opcode = put ? ZCX_OP_PUT : ZCX_OP_GET, .peer = peer, .len = RMA_LEN,
@@ -502,7 +456,7 @@ static int scenario(struct env *e)
 	struct zcx_bar_join bj = { 0 };
 	struct zcx_expose x = { 0 };
 	struct zcx_mr_reg reg;
-	struct rep a = { .fd = -1 }, b = { .fd = -1 };
+	struct zcx_raw_ep a = { .fd = -1 }, b = { .fd = -1 };
 	void *page1 = MAP_FAILED, *page2 = MAP_FAILED;
 	bool have_a = false, have_b = false;
 	__u32 peer = 0;
@@ -544,10 +498,10 @@ static int scenario(struct env *e)
 	zcx_test_dereg(&t, reg.handle);
 	fb = zcx_test_open();
 	NEED(S_OPEN, fb < 0 ? -errno : 0);
-	ret = STEP(S_EP, rep_create(fa, &a));
+	ret = STEP(S_EP, zcx_raw_ep_create(fa, 0, 32, &a));
 	have_a = !ret || a.map;
 	NEED(S_EP, ret);
-	ret = rep_create(fb, &b);
+	ret = zcx_raw_ep_create(fb, 0, 32, &b);
 	have_b = true;
 	NEED(S_EP, ret);
 	{

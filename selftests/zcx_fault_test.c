@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "kselftest_harness.h"
+#include "zcx_raw.h"
 #include "zcx_test.h"
 #include "zcx_xfer.h"
 
@@ -380,92 +381,27 @@ TEST_F(fault, connect_refused)
 }
 
 /*
- * The raw ABI: an endpoint created and driven with the ioctls and the
- * mapped rings directly.
- */
-struct raw_ep {
-	int fd;
-	struct zcx_ep_create c;
-	char *map;
-	__u32 *sq_head, *sq_tail, *sq_flags, *cq_head, *cq_tail;
-	__u32 sq_mask, cq_mask;
-	struct zcx_sqe *sqes;
-	struct zcx_cqe *cqes;
-};
-
-static int raw_ep_create(int fd, struct raw_ep *r)
-{
-	const struct zcx_ring_offsets *o = &r->c.offsets;
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	r->fd = fd;
-	ret = zcx_test_ioctl(fd, ZCX_IOC_EP_CREATE, &r->c);
-	if (ret)
-		return ret;
-	r->map = mmap(NULL, r->c.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		      r->c.mmap_offset);
-	if (r->map == MAP_FAILED)
-		return -errno;
-	r->sq_head = (__u32 *)(r->map + o->sq_head);
-	r->sq_tail = (__u32 *)(r->map + o->sq_tail);
-	r->sq_flags = (__u32 *)(r->map + o->sq_flags);
-	r->cq_head = (__u32 *)(r->map + o->cq_head);
-	r->cq_tail = (__u32 *)(r->map + o->cq_tail);
-	r->sq_mask = *(__u32 *)(r->map + o->sq_mask);
-	r->cq_mask = *(__u32 *)(r->map + o->cq_mask);
-	r->sqes = (struct zcx_sqe *)(r->map + o->sqes);
-	r->cqes = (struct zcx_cqe *)(r->map + o->cqes);
-	return 0;
-}
-
-static void raw_ep_destroy(struct raw_ep *r)
-{
-	struct zcx_ep_destroy d = { .ep = r->c.ep };
-
-	if (r->map && r->map != MAP_FAILED)
-		munmap(r->map, r->c.mmap_size);
-	zcx_test_ioctl(r->fd, ZCX_IOC_EP_DESTROY, &d);
-}
-
-static int raw_enter(struct raw_ep *r, __u32 to_submit, __u32 flags, __u32 min_complete)
-{
-	struct zcx_enter e = {
-		.ep = r->c.ep, .flags = flags, .to_submit = to_submit, .min_complete = min_complete,
-	};
-	int ret = ioctl(r->fd, ZCX_IOC_ENTER, &e);
-
-	return ret < 0 ? -errno : ret;
-}
-
-/*
- * Submit one entry and wait for its completion: the completion's res,
+ * The raw ABI (zcx_raw.h): submit one entry and wait for its completion: the completion's res,
  * with *cqe filled, or a negative errno of ENTER shifted out of range
  * (-100000 - errno) so the two cannot be confused.
  */
-static int raw_one(struct raw_ep *r, const struct zcx_sqe *sqe, struct zcx_cqe *cqe)
+static int raw_one(struct zcx_raw_ep *r, const struct zcx_sqe *sqe, struct zcx_cqe *cqe)
 {
-	__u32 tail = *r->sq_tail, head;
 	int ret;
 
-	r->sqes[tail & r->sq_mask] = *sqe;
-	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	ret = raw_enter(r, 1, ZCX_ENTER_GETEVENTS, 1);
+	zcx_raw_push(r, sqe);
+	ret = zcx_raw_enter(r, 1, ZCX_ENTER_GETEVENTS, 1);
 	if (ret != 1)
 		return -100000 + (ret < 0 ? ret : -1000 - ret);
-	head = *r->cq_head;
-	if (__atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) == head)
+	if (!zcx_raw_pop(r, cqe))
 		return -100000 - 2000;
-	*cqe = r->cqes[head & r->cq_mask];
-	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return cqe->res;
 }
 
 FIXTURE(raw) {
 	struct zcx_test_census before;
 	int fd;
-	struct raw_ep r;
+	struct zcx_raw_ep r;
 };
 
 FIXTURE_SETUP(raw)
@@ -473,14 +409,14 @@ FIXTURE_SETUP(raw)
 	self->before = zcx_test_census();
 	self->fd = zcx_test_open();
 	ASSERT_LE(0, self->fd);
-	ASSERT_EQ(0, raw_ep_create(self->fd, &self->r));
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, 0, 0, &self->r));
 }
 
 FIXTURE_TEARDOWN(raw)
 {
 	const char *leaked;
 
-	raw_ep_destroy(&self->r);
+	zcx_raw_ep_destroy(&self->r);
 	close(self->fd);
 	leaked = zcx_test_census_settle(&self->before, 5000);
 	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
@@ -652,7 +588,7 @@ TEST_F(raw, ep_destroy_connect_enter_bad_args)
 	e.min_complete = self->r.c.cq_entries + 1;
 	EXPECT_EQ(-EINVAL, zcx_test_ioctl(self->fd, ZCX_IOC_ENTER, &e));
 	/* Nothing to take, nothing to wait for. */
-	EXPECT_EQ(0, raw_enter(&self->r, 0, 0, 0));
+	EXPECT_EQ(0, zcx_raw_enter(&self->r, 0, 0, 0));
 
 	/* All that changed nothing: the endpoint is there and works. */
 	EXPECT_EQ(0, raw_one(&self->r, &sqe, &cqe));

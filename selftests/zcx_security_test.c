@@ -35,6 +35,7 @@
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
+#include "zcx_raw.h"
 #include "zcx_test.h"
 
 #define KiB		1024UL
@@ -42,106 +43,42 @@
 #define PATW		0xA5A5A5A5A5A5A5A5ULL
 #define NOBODY		65534
 
-/* ---- the raw transport ABI ---- */
-
-struct rep {
-	int fd;
-	struct zcx_ep_create c;
-	char *map;
-	__u32 *sq_tail, *cq_head, *cq_tail;
-	__u32 sq_mask, cq_mask;
-	struct zcx_sqe *sqes;
-	struct zcx_cqe *cqes;
-};
-
-static int rep_create(int fd, unsigned int flags, unsigned int depth, struct rep *r)
-{
-	const struct zcx_ring_offsets *o = &r->c.offsets;
-	int ret;
-
-	memset(r, 0, sizeof(*r));
-	r->fd = fd;
-	r->c.flags = flags;
-	r->c.sq_entries = depth;
-	ret = zcx_test_ioctl(fd, ZCX_IOC_EP_CREATE, &r->c);
-	if (ret)
-		return ret;
-	r->map = mmap(NULL, r->c.mmap_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		      r->c.mmap_offset);
-	if (r->map == MAP_FAILED) {
-		r->map = NULL;
-		return -errno;
-	}
-	r->sq_tail = (__u32 *)(r->map + o->sq_tail);
-	r->cq_head = (__u32 *)(r->map + o->cq_head);
-	r->cq_tail = (__u32 *)(r->map + o->cq_tail);
-	r->sq_mask = *(__u32 *)(r->map + o->sq_mask);
-	r->cq_mask = *(__u32 *)(r->map + o->cq_mask);
-	r->sqes = (struct zcx_sqe *)(r->map + o->sqes);
-	r->cqes = (struct zcx_cqe *)(r->map + o->cqes);
-	return 0;
-}
-
-static void rep_destroy(struct rep *r)
-{
-	struct zcx_ep_destroy d = { .ep = r->c.ep };
-
-	if (r->map)
-		munmap(r->map, r->c.mmap_size);
-	r->map = NULL;
-	zcx_test_ioctl(r->fd, ZCX_IOC_EP_DESTROY, &d);
-}
-
-static int rep_enter(struct rep *r, __u32 to_submit, __u32 flags, __u32 min_complete)
-{
-	struct zcx_enter e = {
-		.ep = r->c.ep, .flags = flags, .to_submit = to_submit, .min_complete = min_complete,
-	};
-	int ret = ioctl(r->fd, ZCX_IOC_ENTER, &e);
-
-	return ret < 0 ? -errno : ret;
-}
+/* ---- submit and reap on the raw ABI (zcx_raw.h) ---- */
 
 /* Queue one submission and ring the doorbell: 0, or an errno shifted out of range. */
-static int rep_submit(struct rep *r, const struct zcx_sqe *sqe)
+static int rep_submit(struct zcx_raw_ep *r, const struct zcx_sqe *sqe)
 {
-	__u32 tail = *r->sq_tail;
 	int ret;
 
-	r->sqes[tail & r->sq_mask] = *sqe;
-	__atomic_store_n(r->sq_tail, tail + 1, __ATOMIC_RELEASE);
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	zcx_raw_push(r, sqe);
 	if (r->c.flags & ZCX_EP_POLL)
-		ret = rep_enter(r, 0, ZCX_ENTER_SQ_WAKEUP, 0);
+		ret = zcx_raw_enter(r, 0, ZCX_ENTER_SQ_WAKEUP, 0);
 	else
-		ret = rep_enter(r, 1, 0, 0) == 1 ? 0 : -1;
+		ret = zcx_raw_enter(r, 1, 0, 0) == 1 ? 0 : -1;
 	return ret < 0 ? -100000 + ret : 0;
 }
 
 /* Wait for the next completion: its res with *cqe filled, or below -100000. */
-static int rep_reap(struct rep *r, struct zcx_cqe *cqe)
+static int rep_reap(struct zcx_raw_ep *r, struct zcx_cqe *cqe)
 {
-	__u32 head = *r->cq_head;
 	int ret;
 
-	while (__atomic_load_n(r->cq_tail, __ATOMIC_ACQUIRE) == head) {
-		ret = rep_enter(r, 0, ZCX_ENTER_GETEVENTS, 1);
+	while (!zcx_raw_pop(r, cqe)) {
+		ret = zcx_raw_enter(r, 0, ZCX_ENTER_GETEVENTS, 1);
 		if (ret < 0 && ret != -EINTR)
 			return -100000 + ret;
 	}
-	*cqe = r->cqes[head & r->cq_mask];
-	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return cqe->res;
 }
 
-static int rep_one(struct rep *r, const struct zcx_sqe *sqe, struct zcx_cqe *cqe)
+static int rep_one(struct zcx_raw_ep *r, const struct zcx_sqe *sqe, struct zcx_cqe *cqe)
 {
 	int ret = rep_submit(r, sqe);
 
 	return ret ? ret : rep_reap(r, cqe);
 }
 
-static int rep_connect(struct rep *r, const struct zcx_addr *addr, __u32 *peer)
+static int rep_connect(struct zcx_raw_ep *r, const struct zcx_addr *addr, __u32 *peer)
 {
 	struct zcx_ep_connect c = { .ep = r->c.ep, .addr = *addr };
 	int ret = zcx_test_ioctl(r->fd, ZCX_IOC_EP_CONNECT, &c);
@@ -152,8 +89,8 @@ static int rep_connect(struct rep *r, const struct zcx_addr *addr, __u32 *peer)
 }
 
 /* A PUT or GET, waited for: the completion's res. */
-static int rep_rma(struct rep *r, __u8 op, __u32 peer, void *buf, size_t len, uint64_t raddr,
-		   uint64_t rkey)
+static int rep_rma(struct zcx_raw_ep *r, __u8 op, __u32 peer, void *buf, size_t len,
+		   uint64_t raddr, uint64_t rkey)
 {
 	struct zcx_sqe sqe = {
 		.opcode = op, .peer = peer, .addr = (uintptr_t)buf, .len = len,
@@ -225,25 +162,6 @@ static long long not_all(const void *buf, size_t len, unsigned char b)
 			return (long long)i;
 	return -1;
 }
-
-/* ---- checks in forked children, which must not use ASSERT ---- */
-
-#define CHK(cond) do {								\
-	if (!(cond)) {								\
-		fprintf(stderr, "# pid %d: %s:%d: check failed: %s\n",		\
-			getpid(), __FILE__, __LINE__, #cond);			\
-		return 1;							\
-	}									\
-} while (0)
-
-#define CHK_EQ(expected, seen) do {						\
-	long long __e = (long long)(expected), __s = (long long)(seen);		\
-	if (__e != __s) {							\
-		fprintf(stderr, "# pid %d: %s:%d: %s == %s: %lld != %lld\n",	\
-			getpid(), __FILE__, __LINE__, #expected, #seen, __e, __s); \
-		return 1;							\
-	}									\
-} while (0)
 
 /* Become uid/gid 65534 with no supplementary groups; 0 or -1. */
 static int drop_to_nobody(void)
@@ -334,7 +252,7 @@ TEST_F(sec, keys_belong_to_one_object)
 	int fa = zcx_test_open(), fb = zcx_test_open(), fc = zcx_test_open();
 	struct zcx_bar_create bc = { .nprocs = 2 };
 	struct zcx_bar_join bj = { 0 };
-	struct rep a, b, c;
+	struct zcx_raw_ep a, b, c;
 	struct zcx_addr addr;
 	char *bufb = zcx_test_anon(64 * KiB), *bufc = zcx_test_anon(64 * KiB);
 	char *mine = zcx_test_anon(64 * KiB);
@@ -346,9 +264,9 @@ TEST_F(sec, keys_belong_to_one_object)
 	ASSERT_LE(0, fb);
 	ASSERT_LE(0, fc);
 	ASSERT_TRUE(bufb && bufc && mine);
-	ASSERT_EQ(0, rep_create(fa, 0, 64, &a));
-	ASSERT_EQ(0, rep_create(fb, 0, 64, &b));
-	ASSERT_EQ(0, rep_create(fc, 0, 64, &c));
+	ASSERT_EQ(0, zcx_raw_ep_create(fa, 0, 64, &a));
+	ASSERT_EQ(0, zcx_raw_ep_create(fb, 0, 64, &b));
+	ASSERT_EQ(0, zcx_raw_ep_create(fc, 0, 64, &c));
 	ASSERT_EQ(0, rep_connect(&a, &b.c.addr, &pb));
 	fill(bufb, 64 * KiB, 0xb);
 	fill(bufc, 64 * KiB, 0xc);
@@ -422,9 +340,9 @@ TEST_F(sec, keys_belong_to_one_object)
 	bj.addr = bc.addr;
 	EXPECT_EQ(0, zcx_test_ioctl(fa, ZCX_IOC_BAR_JOIN, &bj));
 
-	rep_destroy(&a);
-	rep_destroy(&b);
-	rep_destroy(&c);
+	zcx_raw_ep_destroy(&a);
+	zcx_raw_ep_destroy(&b);
+	zcx_raw_ep_destroy(&c);
 	close(fa);
 	close(fb);
 	close(fc);
@@ -445,7 +363,7 @@ TEST_F(sec, remapped_range_keeps_owner_protection)
 {
 	int fa = zcx_test_open(), fb = zcx_test_open();
 	char *bufb = zcx_test_anon(64 * KiB), *mine = zcx_test_anon(64 * KiB);
-	struct rep a, b;
+	struct zcx_raw_ep a, b;
 	uint64_t kb;
 	__u32 pb;
 	int ret;
@@ -453,8 +371,8 @@ TEST_F(sec, remapped_range_keeps_owner_protection)
 	ASSERT_LE(0, fa);
 	ASSERT_LE(0, fb);
 	ASSERT_TRUE(bufb && mine);
-	ASSERT_EQ(0, rep_create(fa, 0, 64, &a));
-	ASSERT_EQ(0, rep_create(fb, 0, 64, &b));
+	ASSERT_EQ(0, zcx_raw_ep_create(fa, 0, 64, &a));
+	ASSERT_EQ(0, zcx_raw_ep_create(fb, 0, 64, &b));
 	ASSERT_EQ(0, rep_connect(&a, &b.c.addr, &pb));
 	ASSERT_EQ(0, do_expose(fb, bufb, 64 * KiB, ZCX_REMOTE_ALL, &kb));
 	/* New memory at the range, filled, then made read-only. */
@@ -480,8 +398,8 @@ TEST_F(sec, remapped_range_keeps_owner_protection)
 	EXPECT_EQ(-1, unfilled(bufb, 64 * KiB, 0x0b));
 
 	EXPECT_EQ(0, do_unexpose(fb, kb));
-	rep_destroy(&a);
-	rep_destroy(&b);
+	zcx_raw_ep_destroy(&a);
+	zcx_raw_ep_destroy(&b);
 	close(fa);
 	close(fb);
 	munmap(bufb, 64 * KiB);
@@ -559,7 +477,7 @@ TEST_F_TIMEOUT(sec, revoke_races_transfers, 120)
 	unsigned long ok = 0, refused = 0, n;
 	uint64_t key, seed;
 	pthread_t owner;
-	struct rep a, b;
+	struct zcx_raw_ep a, b;
 	__u32 pb;
 	int ret;
 
@@ -568,8 +486,8 @@ TEST_F_TIMEOUT(sec, revoke_races_transfers, 120)
 	ASSERT_LE(0, fa);
 	ASSERT_LE(0, r.fd);
 	ASSERT_TRUE(local && r.map);
-	ASSERT_EQ(0, rep_create(fa, 0, 64, &a));
-	ASSERT_EQ(0, rep_create(r.fd, 0, 64, &b));
+	ASSERT_EQ(0, zcx_raw_ep_create(fa, 0, 64, &a));
+	ASSERT_EQ(0, zcx_raw_ep_create(r.fd, 0, 64, &b));
 	ASSERT_EQ(0, rep_connect(&a, &b.c.addr, &pb));
 	fill(r.map + 3, RACE_LEN, r.seed);
 	ASSERT_EQ(0, do_expose(r.fd, r.map + 3, RACE_LEN, ZCX_REMOTE_ALL, &r.key));
@@ -609,8 +527,8 @@ TEST_F_TIMEOUT(sec, revoke_races_transfers, 120)
 	EXPECT_EQ(-1, unfilled(r.map + 3, RACE_LEN, r.seed));
 	EXPECT_EQ(0, rep_rma(&a, ZCX_OP_GET, pb, local + 5, RACE_LEN, (uintptr_t)r.map + 3, r.key));
 	EXPECT_EQ(-1, unfilled(local + 5, RACE_LEN, r.seed));
-	rep_destroy(&a);
-	rep_destroy(&b);
+	zcx_raw_ep_destroy(&a);
+	zcx_raw_ep_destroy(&b);
 	close(fa);
 	close(r.fd);
 	munmap(local, RACE_MAP);
@@ -636,7 +554,7 @@ static int xuser_child(void *arg)
 	struct xuser *x = arg;
 	struct zcx_bar_join bj = { 0 };
 	struct zcx_addr wrong;
-	struct rep c, n;
+	struct zcx_raw_ep c, n;
 	char *mine = zcx_test_anon(16 * KiB);
 	__u32 peer;
 	int fd;
@@ -644,36 +562,36 @@ static int xuser_child(void *arg)
 
 	close(x->to_parent[0]);
 	close(x->to_child[1]);
-	CHK(mine);
-	CHK_EQ(0, drop_to_nobody());
+	CK(mine);
+	CK_EQ(0, drop_to_nobody());
 	/* The device is 0666: anyone may open it. */
 	fd = zcx_test_open();
-	CHK(fd >= 0);
-	CHK_EQ(0, rep_create(fd, 0, 64, &c));
-	CHK_EQ(-EACCES, rep_connect(&c, &x->p, &peer));
+	CK(fd >= 0);
+	CK_EQ(0, zcx_raw_ep_create(fd, 0, 64, &c));
+	CK_EQ(-EACCES, rep_connect(&c, &x->p, &peer));
 	/* A wrong key is refused as such, before the user is looked at. */
 	wrong = x->p;
 	wrong.key ^= 1ULL << 40;
-	CHK_EQ(-ECONNREFUSED, rep_connect(&c, &wrong, &peer));
+	CK_EQ(-ECONNREFUSED, rep_connect(&c, &wrong, &peer));
 	wrong = x->q;
 	wrong.key ^= 1;
-	CHK_EQ(-ECONNREFUSED, rep_connect(&c, &wrong, &peer));
+	CK_EQ(-ECONNREFUSED, rep_connect(&c, &wrong, &peer));
 	bj.ep = c.c.ep;
 	bj.addr = x->bar;
-	CHK_EQ(-EACCES, zcx_test_ioctl(fd, ZCX_IOC_BAR_JOIN, &bj));
+	CK_EQ(-EACCES, zcx_test_ioctl(fd, ZCX_IOC_BAR_JOIN, &bj));
 	/* The opt-in: Q takes anyone with the key, and so the region is reachable. */
-	CHK_EQ(0, rep_connect(&c, &x->q, &peer));
-	CHK_EQ(0, rep_rma(&c, ZCX_OP_GET, peer, mine, 4096, (uintptr_t)x->buf, x->rkey));
-	CHK_EQ(-1, unfilled(mine, 4096, 0x600d));
+	CK_EQ(0, rep_connect(&c, &x->q, &peer));
+	CK_EQ(0, rep_rma(&c, ZCX_OP_GET, peer, mine, 4096, (uintptr_t)x->buf, x->rkey));
+	CK_EQ(-1, unfilled(mine, 4096, 0x600d));
 	fill(mine, 4096, 0x7e57);
-	CHK_EQ(0, rep_rma(&c, ZCX_OP_PUT, peer, mine, 4096, (uintptr_t)x->buf + 8192, x->rkey));
-	CHK_EQ(-EACCES, rep_rma(&c, ZCX_OP_PUT, peer, mine, 4096, (uintptr_t)x->buf, x->rkey ^ 2));
+	CK_EQ(0, rep_rma(&c, ZCX_OP_PUT, peer, mine, 4096, (uintptr_t)x->buf + 8192, x->rkey));
+	CK_EQ(-EACCES, rep_rma(&c, ZCX_OP_PUT, peer, mine, 4096, (uintptr_t)x->buf, x->rkey ^ 2));
 	/* Now the other way: root tries nobody's endpoint. */
-	CHK_EQ(0, rep_create(fd, 0, 64, &n));
-	CHK(write(x->to_parent[1], &n.c.addr, sizeof(n.c.addr)) == sizeof(n.c.addr));
-	CHK(read(x->to_child[0], &done, 1) == 1);
-	rep_destroy(&n);
-	rep_destroy(&c);
+	CK_EQ(0, zcx_raw_ep_create(fd, 0, 64, &n));
+	CK(write(x->to_parent[1], &n.c.addr, sizeof(n.c.addr)) == sizeof(n.c.addr));
+	CK(read(x->to_child[0], &done, 1) == 1);
+	zcx_raw_ep_destroy(&n);
+	zcx_raw_ep_destroy(&c);
 	close(fd);
 	return 0;
 }
@@ -683,7 +601,7 @@ TEST_F(sec, other_user_needs_any_user)
 	struct zcx_bar_create bc = { .nprocs = 2 };
 	struct xuser x;
 	struct zcx_addr naddr;
-	struct rep p, q;
+	struct zcx_raw_ep p, q;
 	int fd = zcx_test_open(), status;
 	__u32 peer;
 	pid_t pid;
@@ -693,8 +611,8 @@ TEST_F(sec, other_user_needs_any_user)
 	x.buf = zcx_test_anon(64 * KiB);
 	ASSERT_NE(NULL, x.buf);
 	fill(x.buf, 64 * KiB, 0x600d);
-	ASSERT_EQ(0, rep_create(fd, 0, 64, &p));
-	ASSERT_EQ(0, rep_create(fd, ZCX_EP_ANY_USER, 64, &q));
+	ASSERT_EQ(0, zcx_raw_ep_create(fd, 0, 64, &p));
+	ASSERT_EQ(0, zcx_raw_ep_create(fd, ZCX_EP_ANY_USER, 64, &q));
 	bc.ep = p.c.ep;
 	ASSERT_EQ(0, zcx_test_ioctl(fd, ZCX_IOC_BAR_CREATE, &bc));
 	ASSERT_EQ(0, do_expose(fd, x.buf, 64 * KiB, ZCX_REMOTE_ALL, &x.rkey));
@@ -727,8 +645,8 @@ TEST_F(sec, other_user_needs_any_user)
 	EXPECT_EQ(-1, unfilled_at(x.buf + 12288, 52 * KiB, 0x600d, 12288));
 	close(x.to_parent[0]);
 	close(x.to_child[1]);
-	rep_destroy(&p);
-	rep_destroy(&q);
+	zcx_raw_ep_destroy(&p);
+	zcx_raw_ep_destroy(&q);
 	close(fd);
 	munmap(x.buf, 64 * KiB);
 }
@@ -745,72 +663,72 @@ static int memlock_child(void *arg)
 	struct zcx_bar_create bc = { .nprocs = 1 };
 	struct zcx_mr_reg reg;
 	struct zcx_test_ctx t;
-	struct rep r, pr;
+	struct zcx_raw_ep r, pr;
 	char *buf = zcx_test_anon(1024 * KiB), *page;
 	uint64_t kt, k2;
 	__u32 self_peer, poll_peer;
 	int ret;
 
 	(void)arg;
-	CHK(buf);
-	CHK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
-	CHK_EQ(0, drop_to_nobody());
-	CHK_EQ(0, vmpin_kib());
-	CHK_EQ(0, zcx_test_ctx_open(&t));
+	CK(buf);
+	CK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
+	CK_EQ(0, drop_to_nobody());
+	CK_EQ(0, vmpin_kib());
+	CK_EQ(0, zcx_test_ctx_open(&t));
 	/* Rings (1024 entries: more than the limit) and barrier pages: not pinned user memory. */
-	CHK_EQ(0, rep_create(t.fd, 0, 1024, &r));
-	CHK(r.c.mmap_size > LIMIT);
+	CK_EQ(0, zcx_raw_ep_create(t.fd, 0, 1024, &r));
+	CK(r.c.mmap_size > LIMIT);
 	bc.ep = r.c.ep;
-	CHK_EQ(0, zcx_test_ioctl(t.fd, ZCX_IOC_BAR_CREATE, &bc));
+	CK_EQ(0, zcx_test_ioctl(t.fd, ZCX_IOC_BAR_CREATE, &bc));
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, t.fd, bc.mmap_offset);
-	CHK(page != MAP_FAILED);
-	CHK_EQ(0, vmpin_kib());
+	CK(page != MAP_FAILED);
+	CK_EQ(0, vmpin_kib());
 
 	fill(buf, 16 * KiB, 0x1111);
-	CHK_EQ(0, do_expose(t.fd, buf, 16 * KiB, ZCX_REMOTE_ALL, &kt));
-	CHK_EQ(16, vmpin_kib());
-	CHK_EQ(0, zcx_test_reg(&t, buf + 256 * KiB, 48 * KiB, ZCX_ACCESS_ALL, &reg));
-	CHK_EQ(64, vmpin_kib());
+	CK_EQ(0, do_expose(t.fd, buf, 16 * KiB, ZCX_REMOTE_ALL, &kt));
+	CK_EQ(16, vmpin_kib());
+	CK_EQ(0, zcx_test_reg(&t, buf + 256 * KiB, 48 * KiB, ZCX_ACCESS_ALL, &reg));
+	CK_EQ(64, vmpin_kib());
 	/* Full: registering, exposing and a transfer's own pinning all fail. */
 	{
 		struct zcx_mr_reg more;
 
-		CHK_EQ(-ENOMEM, zcx_test_reg(&t, buf + 512 * KiB, 4096, ZCX_ACCESS_ALL, &more));
+		CK_EQ(-ENOMEM, zcx_test_reg(&t, buf + 512 * KiB, 4096, ZCX_ACCESS_ALL, &more));
 	}
-	CHK_EQ(-ENOMEM, do_expose(t.fd, buf + 512 * KiB, 4096, ZCX_REMOTE_READ, &k2));
-	CHK_EQ(0, rep_connect(&r, &r.c.addr, &self_peer));
-	CHK_EQ(-ENOMEM, rep_rma(&r, ZCX_OP_GET, self_peer, buf + 768 * KiB, 8 * KiB,
+	CK_EQ(-ENOMEM, do_expose(t.fd, buf + 512 * KiB, 4096, ZCX_REMOTE_READ, &k2));
+	CK_EQ(0, rep_connect(&r, &r.c.addr, &self_peer));
+	CK_EQ(-ENOMEM, rep_rma(&r, ZCX_OP_GET, self_peer, buf + 768 * KiB, 8 * KiB,
 				(uintptr_t)buf, kt));
-	CHK_EQ(64, vmpin_kib());
+	CK_EQ(64, vmpin_kib());
 	/* Released and flushed: the charge comes back, and the GET fits. */
-	CHK_EQ(0, zcx_test_dereg(&t, reg.handle));
-	CHK(zcx_test_flush(&t) >= 1);
-	CHK_EQ(16, vmpin_settle(16));
-	CHK_EQ(0, rep_rma(&r, ZCX_OP_GET, self_peer, buf + 768 * KiB, 8 * KiB, (uintptr_t)buf, kt));
-	CHK_EQ(-1, unfilled(buf + 768 * KiB, 8 * KiB, 0x1111));
+	CK_EQ(0, zcx_test_dereg(&t, reg.handle));
+	CK(zcx_test_flush(&t) >= 1);
+	CK_EQ(16, vmpin_settle(16));
+	CK_EQ(0, rep_rma(&r, ZCX_OP_GET, self_peer, buf + 768 * KiB, 8 * KiB, (uintptr_t)buf, kt));
+	CK_EQ(-1, unfilled(buf + 768 * KiB, 8 * KiB, 0x1111));
 	/* The GET's own registration stays cached (24 KiB pinned) until flushed. */
-	CHK(zcx_test_flush(&t) >= 1);
-	CHK_EQ(16, vmpin_settle(16));
+	CK(zcx_test_flush(&t) >= 1);
+	CK_EQ(16, vmpin_settle(16));
 
 	/* The polling thread pins under the limit this process had too. */
-	ret = rep_create(t.fd, ZCX_EP_POLL, 64, &pr);
+	ret = zcx_raw_ep_create(t.fd, ZCX_EP_POLL, 64, &pr);
 	if (ret == -EAGAIN) {
 		fprintf(stderr, "# no polling thread to spare: polled part not run\n");
 	} else {
-		CHK_EQ(0, ret);
-		CHK_EQ(0, rep_connect(&pr, &r.c.addr, &poll_peer));
-		CHK_EQ(-ENOMEM, rep_rma(&pr, ZCX_OP_GET, poll_peer, buf + 512 * KiB, 64 * KiB,
+		CK_EQ(0, ret);
+		CK_EQ(0, rep_connect(&pr, &r.c.addr, &poll_peer));
+		CK_EQ(-ENOMEM, rep_rma(&pr, ZCX_OP_GET, poll_peer, buf + 512 * KiB, 64 * KiB,
 					(uintptr_t)buf, kt));
-		CHK_EQ(0, rep_rma(&pr, ZCX_OP_GET, poll_peer, buf + 512 * KiB, 16 * KiB,
+		CK_EQ(0, rep_rma(&pr, ZCX_OP_GET, poll_peer, buf + 512 * KiB, 16 * KiB,
 				  (uintptr_t)buf, kt));
-		CHK_EQ(-1, unfilled(buf + 512 * KiB, 16 * KiB, 0x1111));
-		rep_destroy(&pr);
+		CK_EQ(-1, unfilled(buf + 512 * KiB, 16 * KiB, 0x1111));
+		zcx_raw_ep_destroy(&pr);
 	}
 	munmap(page, 4096);
-	rep_destroy(&r);
+	zcx_raw_ep_destroy(&r);
 	zcx_test_ctx_close(&t);
 	/* Everything given back once the context is gone. */
-	CHK_EQ(0, vmpin_settle(0));
+	CK_EQ(0, vmpin_settle(0));
 	return 0;
 }
 
@@ -828,14 +746,14 @@ static int memlock_root_child(void *arg)
 	char *buf = zcx_test_anon(1024 * KiB);
 
 	(void)arg;
-	CHK(buf);
-	CHK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
-	CHK_EQ(0, zcx_test_ctx_open(&t));
-	CHK_EQ(0, zcx_test_reg(&t, buf, 1024 * KiB, ZCX_ACCESS_ALL, &reg));
-	CHK_EQ(1024, vmpin_kib());
-	CHK_EQ(0, zcx_test_dereg(&t, reg.handle));
+	CK(buf);
+	CK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
+	CK_EQ(0, zcx_test_ctx_open(&t));
+	CK_EQ(0, zcx_test_reg(&t, buf, 1024 * KiB, ZCX_ACCESS_ALL, &reg));
+	CK_EQ(1024, vmpin_kib());
+	CK_EQ(0, zcx_test_dereg(&t, reg.handle));
 	zcx_test_ctx_close(&t);
-	CHK_EQ(0, vmpin_settle(0));
+	CK_EQ(0, vmpin_settle(0));
 	return 0;
 }
 
@@ -999,9 +917,9 @@ TEST_F(sec, ioctl_outputs_fully_written)
 
 	/* Joined from another context of this process. */
 	{
-		struct rep other;
+		struct zcx_raw_ep other;
 
-		ASSERT_EQ(0, rep_create(fd2, 0, 8, &other));
+		ASSERT_EQ(0, zcx_raw_ep_create(fd2, 0, 8, &other));
 		memset(&bj, PAT, sizeof(bj));
 		bj.ep = other.c.ep;
 		bj.flags = 0;
@@ -1014,7 +932,7 @@ TEST_F(sec, ioctl_outputs_fully_written)
 		EXPECT_EQ(-1, not_all(bj.reserved, sizeof(bj.reserved), 0));
 		/* Its own address, untouched: an in-only field stays what we passed. */
 		EXPECT_EQ(0, memcmp(&bj.addr, &bc.addr, sizeof(bc.addr)));
-		rep_destroy(&other);
+		zcx_raw_ep_destroy(&other);
 	}
 
 	/* In-only commands leave the caller's structure alone. */
@@ -1064,7 +982,7 @@ TEST_F(sec, unwritable_result_undoes_the_call)
 	struct zcx_expose x = { 0 };
 	struct zcx_mon_add mon = { 0 };
 	struct zcx_mr_reg reg = { 0 };
-	struct rep r;
+	struct zcx_raw_ep r;
 	char *buf = zcx_test_anon(64 * KiB);
 	void *ro;
 	int i, fails;
@@ -1072,7 +990,7 @@ TEST_F(sec, unwritable_result_undoes_the_call)
 	ASSERT_NE(NULL, buf);
 	memset(buf, 1, 64 * KiB);
 	ASSERT_EQ(0, zcx_test_ctx_open(&t));
-	ASSERT_EQ(0, rep_create(t.fd, 0, 8, &r));
+	ASSERT_EQ(0, zcx_raw_ep_create(t.fd, 0, 8, &r));
 
 	ro = ro_arg(&c, sizeof(c));
 	ASSERT_NE(NULL, ro);
@@ -1253,7 +1171,7 @@ TEST_F(sec, rings_and_barrier_page_hold_nothing_else)
 	char *buf = zcx_test_anon(512 * KiB), *page;
 	struct zcx_sqe sqe;
 	struct zcx_cqe cqe;
-	struct rep a, b;
+	struct zcx_raw_ep a, b;
 	uint64_t rkey;
 	size_t off, sq_end, cq_used_end;
 	__u32 pb, tail;
@@ -1263,8 +1181,8 @@ TEST_F(sec, rings_and_barrier_page_hold_nothing_else)
 	ASSERT_LE(0, fa);
 	ASSERT_LE(0, fb);
 	ASSERT_NE(NULL, buf);
-	ASSERT_EQ(0, rep_create(fa, 0, 16, &a));
-	ASSERT_EQ(0, rep_create(fb, 0, 16, &b));
+	ASSERT_EQ(0, zcx_raw_ep_create(fa, 0, 16, &a));
+	ASSERT_EQ(0, zcx_raw_ep_create(fb, 0, 16, &b));
 	o = &a.c.offsets;
 	for (off = 0; off < a.c.mmap_size; off++)
 		if (!hdr_field(o, off) && a.map[off])
@@ -1302,7 +1220,7 @@ TEST_F(sec, rings_and_barrier_page_hold_nothing_else)
 	EXPECT_EQ(-EINVAL, rep_one(&a, &sqe, &cqe));
 
 	for (n = 0; n < 2; n++) {
-		struct rep *r = n ? &b : &a;
+		struct zcx_raw_ep *r = n ? &b : &a;
 
 		o = &r->c.offsets;
 		tail = *r->cq_tail;
@@ -1332,8 +1250,8 @@ TEST_F(sec, rings_and_barrier_page_hold_nothing_else)
 	munmap(page, 4096);
 
 	EXPECT_EQ(0, do_unexpose(fb, rkey));
-	rep_destroy(&a);
-	rep_destroy(&b);
+	zcx_raw_ep_destroy(&a);
+	zcx_raw_ep_destroy(&b);
 	close(fa);
 	close(fb);
 	munmap(buf, 512 * KiB);
@@ -1356,7 +1274,7 @@ TEST_F(sec, short_message_leaves_buffer_tail)
 	char *src = zcx_test_anon(256 * KiB), *dst = zcx_test_anon(256 * KiB);
 	struct zcx_sqe sqe;
 	struct zcx_cqe cqe;
-	struct rep a, b;
+	struct zcx_raw_ep a, b;
 	unsigned int i, late;
 	long long at;
 	__u32 pb;
@@ -1364,8 +1282,8 @@ TEST_F(sec, short_message_leaves_buffer_tail)
 	ASSERT_LE(0, fa);
 	ASSERT_LE(0, fb);
 	ASSERT_TRUE(src && dst);
-	ASSERT_EQ(0, rep_create(fa, 0, 16, &a));
-	ASSERT_EQ(0, rep_create(fb, 0, 16, &b));
+	ASSERT_EQ(0, zcx_raw_ep_create(fa, 0, 16, &a));
+	ASSERT_EQ(0, zcx_raw_ep_create(fb, 0, 16, &b));
 	ASSERT_EQ(0, rep_connect(&a, &b.c.addr, &pb));
 	/* The sender's buffer goes on with bytes that are not the message's. */
 	fill(src, 256 * KiB, 0x5ec2e7);
@@ -1405,8 +1323,8 @@ TEST_F(sec, short_message_leaves_buffer_tail)
 			EXPECT_EQ(-1, not_all(dst, 3, PAT));
 		}
 	}
-	rep_destroy(&a);
-	rep_destroy(&b);
+	zcx_raw_ep_destroy(&a);
+	zcx_raw_ep_destroy(&b);
 	close(fa);
 	close(fb);
 	munmap(src, 256 * KiB);

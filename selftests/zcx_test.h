@@ -46,6 +46,29 @@ static inline unsigned int zcx_test_slowdown(void)
 	return env && strcmp(env, "1") == 0 ? 10 : 1;
 }
 
+/*
+ * Checks for code in forked processes, where the harness's ASSERT_*()
+ * must not be used: print where and what, then make the calling function
+ * return 1 (the process's exit status).  The messages are TAP comments.
+ */
+#define CK(cond) do {								\
+	if (!(cond)) {								\
+		fprintf(stderr, "# pid %d: %s:%d: check failed: %s\n",		\
+			getpid(), __FILE__, __LINE__, #cond);			\
+		return 1;							\
+	}									\
+} while (0)
+
+#define CK_EQ(expected, seen) do {						\
+	long long __e = (long long)(expected), __s = (long long)(seen);		\
+	if (__e != __s) {							\
+		fprintf(stderr, "# pid %d: %s:%d: %s == %s: %lld != %lld\n",	\
+			getpid(), __FILE__, __LINE__, #expected, #seen,		\
+			__e, __s);						\
+		return 1;							\
+	}									\
+} while (0)
+
 /* Read one unsigned number from a sysfs file; -1 if it cannot. */
 static inline long long zcx_test_read_number(const char *path)
 {

@@ -24,29 +24,6 @@
 #include "zcx.h"
 #include "zcx_test.h"
 
-/*
- * Checks for forked processes: print where and what, then make the
- * calling function return 1 (the process's exit status, through
- * xfer_fork()).  The messages are TAP comments.
- */
-#define CK(cond) do {								\
-	if (!(cond)) {								\
-		fprintf(stderr, "# pid %d: %s:%d: check failed: %s\n",		\
-			getpid(), __FILE__, __LINE__, #cond);			\
-		return 1;							\
-	}									\
-} while (0)
-
-#define CK_EQ(expected, seen) do {						\
-	long long __e = (long long)(expected), __s = (long long)(seen);		\
-	if (__e != __s) {							\
-		fprintf(stderr, "# pid %d: %s:%d: %s == %s: %lld != %lld\n",	\
-			getpid(), __FILE__, __LINE__, #expected, #seen,		\
-			__e, __s);						\
-		return 1;							\
-	}									\
-} while (0)
-
 /* A pattern check: on a mismatch, where and what. */
 #define CK_PAT(buf, len, seed) do {						\
 	long long __bad = xpat_check((buf), (len), (seed));			\
