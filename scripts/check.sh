@@ -13,18 +13,16 @@
 # finally "N passed, N failed, N skipped", counting every host step and
 # every selftest case of every kernel.  Exits non-zero on any failure.
 #
-# With ZCX_DEBUG_LANE=1, then the reliability lane: the same selftests on
-# the debug kernel
+# Then the reliability lane: the same selftests on the debug kernel
 # (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault injection;
-# built once and cached, in the background while the other lanes run),
-# with a kmemleak scan after them.
+# built once and cached, in the background while the other lanes run), in
+# two guests that share the programs, each with a kmemleak scan after them.
 #
 # Environment:
 #   ZCX_QUICK=1          6.12 only, module built from the tree (no DKMS,
 #                        no packages, no lint, no debug lane): the fast loop
 #                        for local work.
-#   ZCX_DEBUG_LANE=1     add the debug-kernel lane (off by default until a
-#                        whole run of it has been validated, see README).
+#   ZCX_DEBUG_LANE=0     skip the debug-kernel lane (and its build).
 #   ZCX_TEST_KERNELS     kernels to test (default "6.1 6.12").
 set -uo pipefail
 
@@ -80,25 +78,69 @@ count_tap() {
 	done < <(cat "$@" 2>/dev/null)
 }
 
-# vm_lane NAME CMD VM-RUN-OPTION...: run the selftests (CMD) in a guest,
-# which writes its TAP files to build/vm/check-NAME/tap; their cases
+# vm_lane_start NAME CMD VM-RUN-OPTION...: boot a guest in the background
+# that runs the selftests (CMD), which write their TAP files to
+# build/vm/check-NAME/tap; vm_lane_end NAME waits for it.  Their cases
 # count, and the run itself (boot, module load, splat and leak scan) is a
 # step of its own.
-vm_lane() {
-	local name=$1 cmd=$2 out=$top/build/vm/check-$1 start=$SECONDS rc
+declare -A lane_pid lane_start
+vm_lane_start() {
+	local name=$1 cmd=$2 out=$top/build/vm/check-$1
 	shift 2
 	rm -rf "$out"
-	scripts/vm-run.sh "$@" --out "$out" --cmd "$cmd" > "$logdir/vm-$name.log" 2>&1
+	lane_start[$name]=$SECONDS
+	scripts/vm-run.sh "$@" --out "$out" --cmd "$cmd" > "$logdir/vm-$name.log" 2>&1 &
+	lane_pid[$name]=$!
+}
+
+vm_lane_end() {
+	local name=$1 out=$top/build/vm/check-$1 rc
+	wait "${lane_pid[$name]}"
 	rc=$?
 	count_tap "$name" "$out"/tap/*.tap
 	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
-		printf 'ok    %-32s %4ds\n' "vm-$name" $((SECONDS - start))
+		printf 'ok    %-32s %4ds\n' "vm-$name" $((SECONDS - lane_start[$name]))
 	else
 		failed=$((failed + 1))
 		failures+=("vm-$name: exit $rc (log: build/logs/vm-$name.log, $out)")
-		printf 'FAIL  %-32s %4ds  build/logs/vm-%s.log\n' "vm-$name" $((SECONDS - start)) "$name"
+		printf 'FAIL  %-32s %4ds  build/logs/vm-%s.log\n' "vm-$name" \
+			$((SECONDS - lane_start[$name])) "$name"
 	fi
+}
+
+vm_lane() {
+	vm_lane_start "$@"
+	vm_lane_end "$1"
+}
+
+# The reliability lane (the debug kernel booted, its module built as
+# $1): the selftests again, slower under KASAN and lockdep in TCG, so the
+# tests size their loops down under ZCX_SLOW, and two guests (one host
+# CPU each: nothing else runs now) share the programs.
+run_debug_lane() {
+	local ko=$1 claims=$top/build/vm/check-debug-claims half tap
+	rm -rf "$claims" && mkdir -p "$claims"
+	for half in debug-a debug-b; do
+		tap=$top/build/vm/check-$half/tap
+		vm_lane_start $half "env ZCX_SLOW=1 ZCX_CLAIM_DIR=$claims ZCX_KO=$ko \
+			selftests/run_tests.sh build/selftests '$tap'" \
+			--kernel debug --module tree --ko "$ko" --timeout 2400
+	done
+	vm_lane_end debug-a
+	vm_lane_end debug-b
+	step debug-lane-complete debug_lane_complete "$claims"
+}
+
+# Every selftest program was claimed by one of the debug lane's guests.
+debug_lane_complete() {
+	local claims=$1 prog name rc=0
+	for prog in build/selftests/zcx_*_test* selftests/zcx_*_test.sh; do
+		[ -x "$prog" ] || continue
+		name=$(basename "$prog")
+		[ -d "$claims/$name" ] || { echo "not run: $name"; rc=1; }
+	done
+	return $rc
 }
 
 checkpatch() {
@@ -128,7 +170,7 @@ man_pages() {
 }
 
 debug_lane=1 deps=()
-[ "$quick" != 1 ] && [ "${ZCX_DEBUG_LANE:-0}" = 1 ] || debug_lane=0
+[ "$quick" != 1 ] && [ "${ZCX_DEBUG_LANE:-1}" = 1 ] || debug_lane=0
 # All packages now: apt must not run beside the package steps below.
 [ $debug_lane = 0 ] || deps=(--debug-kernel)
 step install-deps scripts/install-deps.sh "${deps[@]}" || exit 1
@@ -196,13 +238,12 @@ if [ $debug_lane = 1 ]; then
 	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
 		printf 'ok    %-32s %4ds\n' debug-kernel $((SECONDS - debug_start))
-		dkver=$(cat "$(scripts/debug-kernel.sh --print)/kernelrelease")
-		tap=$top/build/vm/check-debug/tap
-		# Everything is slower under KASAN and lockdep in TCG: the tests
-		# size their loops down under ZCX_SLOW.
-		vm_lane debug "env ZCX_SLOW=1 ZCX_KO=$top/build/kmod-$dkver/zcx.ko \
-			selftests/run_tests.sh build/selftests '$tap'" \
-			--kernel debug --module tree --timeout 2400
+		dkdir=$(scripts/debug-kernel.sh --print)
+		dkver=$(cat "$dkdir/kernelrelease")
+		dko=$top/build/kmod-$dkver/zcx.ko
+		if step module-debug make -C "$top" module KVER="$dkver" KDIR="$dkdir/src"; then
+			run_debug_lane "$dko"
+		fi
 	else
 		failed=$((failed + 1))
 		failures+=("debug-kernel: exit $rc (log: build/logs/debug-kernel.log)")

@@ -6,6 +6,10 @@
 # program's TAP output to TAPDIR/<program>.tap and echoing it.  Exits
 # non-zero if any program failed.  The kselftest "settings" timeout
 # applies to each program.
+#
+# ZCX_CLAIM_DIR=DIR (an existing directory every guest of a run shares):
+# several guests split the programs between them, each running those it
+# claims first; check.sh's debug lane runs two such guests side by side.
 set -uo pipefail
 
 bindir=${1:?usage: run_tests.sh BINDIR TAPDIR}
@@ -39,10 +43,18 @@ status=0
 for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 	[ -x "$prog" ] || continue
 	name=$(basename "$prog")
+	# Guests sharing the work: a program is run by whichever claims it
+	# first (mkdir on the shared tree is atomic).
+	if [ -n "${ZCX_CLAIM_DIR:-}" ] && ! mkdir "$ZCX_CLAIM_DIR/$name" 2>/dev/null; then
+		continue
+	fi
 	echo "# running $name"
+	start=$SECONDS
 	timeout --kill-after=10 "${timeout:-300}" "$prog" > "$tapdir/$name.tap" 2>&1
 	rc=$?
 	cat "$tapdir/$name.tap"
+	# What each program costs, for sizing the slow (debug-kernel) lane.
+	echo "# $name took $((SECONDS - start)) s"
 	# 4 is kselftest's "skipped".
 	if [ $rc -ne 0 ] && [ $rc -ne 4 ]; then
 		echo "# $name exited with status $rc"
