@@ -48,10 +48,12 @@ if [ "${1:-}" = --guest ]; then
 	# stress-ng: one worker of each; each may hold at most 320 MiB of data.
 	# Without CAP_SYS_ADMIN: its madvise worker would otherwise poison its
 	# own pages (MADV_HWPOISON) and die of SIGBUS after a few seconds.
+	# The mmap worker's round maps, touches and unmaps its whole size page
+	# by page: 16 MiB, else one round outlasts a soak on the debug kernel.
 	(
 		ulimit -d $((320 * 1024))
 		exec setpriv --bounding-set -sys_admin --inh-caps -sys_admin \
-			stress-ng --vm 1 --vm-bytes 160M --mmap 1 --mmap-bytes 96M \
+			stress-ng --vm 1 --vm-bytes 160M --mmap 1 --mmap-bytes 16M \
 			--madvise 1 --fork 1 --brk 1 --timeout "${secs}s" \
 			--temp-path /tmp --metrics-brief
 	) >"$dir/stress-ng.log" 2>&1 &
@@ -68,6 +70,12 @@ if [ "${1:-}" = --guest ]; then
 	wait "$stress" || stress_rc=$?
 	echo "soak-stress-ng: exit $stress_rc"
 	tail -n 12 "$dir/stress-ng.log"
+	# Churn that did not happen is no churn: every stressor must have
+	# finished rounds (bogo ops, the column after the name).
+	for w in vm mmap madvise fork brk; do
+		ops=$(awk -v w="$w" '$4 == w && $5 ~ /^[0-9]+$/ { print $5 }' "$dir/stress-ng.log")
+		[ "${ops:-0}" -gt 0 ] || { echo "soak-check: stress-ng $w did no round"; rc=1; }
+	done
 	[ "$soak_rc" = 0 ] || { echo "soak-check: zcx_soak exited $soak_rc"; rc=1; }
 
 	# Live objects: unpinning is deferred to a workqueue, so poll (10 s at most).

@@ -181,6 +181,10 @@ printf '%s\n' "$cmd" >"$out/cmd"
 
 append="console=ttyS0 panic=-1"
 [ $verbose = 1 ] || append+=" quiet loglevel=5"  # warnings still reach console.log
+# The debug kernel on 4-level paging: while identify_cpu() rebuilds the boot
+# CPU's feature bits, an interrupt can see LA57 (which -cpu max offers)
+# cleared, and KASAN then takes a 5-level address for a wild access.
+[ "$kernel" != debug ] || append+=" no5lvl"
 append+=" ${VM_EXTRA_APPEND:-}"
 
 # Serial console: always logged; on the terminal only for -v and --shell
