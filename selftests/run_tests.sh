@@ -5,7 +5,7 @@
 # (inside the guest, with zcx.ko loaded), one after another, writing each
 # program's TAP output to TAPDIR/<program>.tap and echoing it.  Exits
 # non-zero if any program failed.  The kselftest "settings" timeout
-# applies to each program.
+# applies to each program (three times it under ZCX_SLOW=1).
 #
 # ZCX_CLAIM_DIR=DIR (an existing directory every guest of a run shares):
 # several guests split the programs between them, each running those it
@@ -16,6 +16,9 @@ bindir=${1:?usage: run_tests.sh BINDIR TAPDIR}
 tapdir=${2:?usage: run_tests.sh BINDIR TAPDIR}
 here=$(cd "$(dirname "$0")" && pwd)
 timeout=$(sed -n 's/^timeout=//p' "$here/settings")
+timeout=${timeout:-300}
+# A slow guest (ZCX_SLOW=1: the debug kernel) gets three times as long.
+[ "${ZCX_SLOW:-}" != 1 ] || timeout=$((timeout * 3))
 mkdir -p "$tapdir"
 # Huge pages for the hugetlbfs tests (they skip without them).
 if [ -w /proc/sys/vm/nr_hugepages ]; then
@@ -50,7 +53,7 @@ for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 	fi
 	echo "# running $name"
 	start=$SECONDS
-	timeout --kill-after=10 "${timeout:-300}" "$prog" > "$tapdir/$name.tap" 2>&1
+	timeout --kill-after=10 "$timeout" "$prog" > "$tapdir/$name.tap" 2>&1
 	rc=$?
 	cat "$tapdir/$name.tap"
 	# What each program costs, for sizing the slow (debug-kernel) lane.

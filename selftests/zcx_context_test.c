@@ -43,7 +43,7 @@ TEST(open_close_cycles)
 	int i;
 
 	ASSERT_LE(0, refs);
-	for (i = 0; i < (zcx_test_slowdown() > 1 ? 200 : 10000); i++) {
+	for (i = 0; i < (zcx_test_slowdown() > 1 ? 50 : 10000); i++) {
 		int fd = zcx_test_open();
 
 		ASSERT_LE(0, fd);
