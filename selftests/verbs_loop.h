@@ -95,7 +95,8 @@ static inline int verbs_loop_connect(struct verbs_loop *loop)
 						  .hop_limit = 1 } } },
 			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER },
-			{ { .qp_state = IBV_QPS_RTS, .sq_psn = 0, .timeout = 14, .retry_cnt = 7,
+			/* ACK timeout 4.096 us << 18, about 1 s: slow guests. */
+			{ { .qp_state = IBV_QPS_RTS, .sq_psn = 0, .timeout = 18, .retry_cnt = 7,
 			    .rnr_retry = 7, .max_rd_atomic = 1 },
 			  IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC },

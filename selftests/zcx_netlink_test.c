@@ -658,7 +658,8 @@ static int other_netns(void)
 	return unshare(CLONE_NEWNET);
 }
 
-TEST_F(nl, zcxctl_prints_the_numbers)
+/* Six runs of zcxctl, each a program started from the 9p root: slow in TCG. */
+TEST_F_TIMEOUT(nl, zcxctl_prints_the_numbers, 120)
 {
 	char *buf = zcx_test_anon(2 * self->page);
 	char out[16384], args[64], addr[32];
