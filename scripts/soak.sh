@@ -25,7 +25,8 @@
 #   soak: kernel K, N s, ops N, bytes verified N, invalidations N,
 #   corruptions=0, leaks=0, splats=0, verdict PASS
 # Exit status: 0 pass, 1 a check failed, 2 usage, else vm-run.sh's.
-# Environment: VM_MEM (MiB, default 3072 here), VM_SMP, VM_ACCEL as for
+# Environment: VM_MEM (MiB, default 3072 here), VM_HUNG_TASK_SECS (120
+# here), VM_SMP, VM_ACCEL as for
 # vm-run.sh; logs in build/soak/<kernel>-<pid>/.
 set -euo pipefail
 
@@ -124,7 +125,10 @@ out=$top/build/soak/$kernel-$$
 mkdir -p "$out"
 echo "soak: kernel $kernel, $secs s, $pairs pairs, seed $seed; logs in $out"
 set +e
-VM_MEM=${VM_MEM:-3072} "$top/scripts/vm-run.sh" --kernel "$kernel" --out "$out" \
+# stress-ng's fork worker holds its mm's lock for the whole of a fork,
+# which on the debug kernel in TCG can outlast the runner's 30 s hung-task
+# timeout (khugepaged waiting on it is reported); the kernel's own default.
+VM_HUNG_TASK_SECS=${VM_HUNG_TASK_SECS:-120} VM_MEM=${VM_MEM:-3072} "$top/scripts/vm-run.sh" --kernel "$kernel" --out "$out" \
 	--timeout $((secs * 3 + 900)) -- "$top/scripts/soak.sh" --guest "$secs" "$pairs" "$seed" "$out" \
 	2>&1 | tee "$out/soak.log"
 vrc=${PIPESTATUS[0]}

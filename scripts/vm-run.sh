@@ -39,7 +39,8 @@
 # crash).
 #
 # Environment: VM_MEM (MiB, 2048), VM_SMP (2), VM_TIMEOUT, VM_EXTRA_APPEND
-# (added to the kernel command line), VM_KERNEL_IMAGE (boot this bzImage
+# (added to the kernel command line), VM_HUNG_TASK_SECS (the guest's
+# hung-task timeout, 30), VM_KERNEL_IMAGE (boot this bzImage
 # with the module directory of -k), VM_ACCEL (qemu -accel, default
 # tcg,thread=single; "tcg" is faster for parallel loads but flaky).
 set -euo pipefail
@@ -176,6 +177,7 @@ cat >"$out/job.env" <<-EOF2
 	TERM='$term'
 	ROWS='$rows'
 	COLS='$cols'
+	HUNG_TASK_SECS='${VM_HUNG_TASK_SECS:-30}'
 EOF2
 printf '%s\n' "$cmd" >"$out/cmd"
 
