@@ -21,7 +21,10 @@ fi
 
 log=$(mktemp -d)
 # GID 1: rxe on lo lists ::ffff:127.0.0.1 there (RoCE v2).
-args=(-d "$dev" -g 1 -c -n 200 -s 65536 -p 18515)
+# A slow guest (ZCX_SLOW=1, the debug kernel) exchanges fewer buffers.
+iters=200
+[ "${ZCX_SLOW:-}" != 1 ] || iters=50
+args=(-d "$dev" -g 1 -c -n $iters -s 65536 -p 18515)
 # Line-buffered, so that the wait below sees the server's first line.
 timeout 120 stdbuf -oL ibv_rc_pingpong "${args[@]}" > "$log/server" 2>&1 &
 server=$!
@@ -40,7 +43,7 @@ sed 's/^/# /' "$log/client"
 # Both sides completed and checked every buffer; the client's MR came
 # from the zcx cache (one miss), not from a pass-through.
 if [ $client_rc -eq 0 ] && [ $server_rc -eq 0 ] &&
-   grep -q "200 iters" "$log/client" && grep -q "zcx-preload: .* 1 misses" "$log/client"; then
+   grep -q "$iters iters" "$log/client" && grep -q "zcx-preload: .* 1 misses" "$log/client"; then
 	echo "ok 1 preload.rc_pingpong"
 	rc=0
 else

@@ -1167,12 +1167,16 @@ TEST_F_TIMEOUT(burst, poll_mode_needs_no_syscall_per_message, 60)
 	 * sends come well within the polling thread's idle time (a slow,
 	 * emulated machine may take longer per send than that, and then
 	 * the thread rightly sleeps between sends and needs doorbells).
+	 * On a slow guest (ZCX_SLOW) the waits for completions after the
+	 * sends sleep too, so only the sends themselves are judged there.
 	 */
 	if (idle_us > 0 && per_msg_us * 4 > idle_us) {
 		TH_LOG("not judged: sends slower than a quarter of poll_idle_us");
 		return;
 	}
-	EXPECT_GT(BURST / 2, self->bu.syscalls);
+	EXPECT_GT(BURST / 2, self->bu.in_sends);
+	if (zcx_test_slowdown() == 1)
+		EXPECT_GT(BURST / 2, self->bu.syscalls);
 }
 
 TEST_HARNESS_MAIN
