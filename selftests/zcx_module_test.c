@@ -201,7 +201,8 @@ TEST_F(module, parameters_reach_query)
 	close(fd);
 }
 
-TEST_F(module, invalid_parameters_refuse_load)
+/* Several refused loads and a reload: slow on the debug kernel in TCG. */
+TEST_F_TIMEOUT(module, invalid_parameters_refuse_load, 120)
 {
 	static const char * const bad[] = {
 		"ring_depth=1000", "ring_depth=0", "ring_depth=1",
