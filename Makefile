@@ -35,9 +35,10 @@ CFLAGS  ?= -O2 -g
 LIB_CFLAGS := -std=c11 $(WARN) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden \
 	      -I$(TOP)/uapi -I$(TOP)/libshim
 
-# libshim/verbs*.c are libzcx-verbs and its interposer, libraries of their
-# own (they need libibverbs).
-LIB_SRCS := $(filter-out $(TOP)/libshim/verbs%,$(wildcard $(TOP)/libshim/*.c))
+# libshim/verbs*.c are libzcx-verbs and its interposer, and pmix.c is
+# libzcx-pmix: libraries of their own (they need libibverbs, libpmix).
+LIB_SRCS := $(filter-out $(TOP)/libshim/verbs% $(TOP)/libshim/pmix.c,\
+	      $(wildcard $(TOP)/libshim/*.c))
 LIB_HDRS := $(wildcard $(TOP)/libshim/*.h) $(TOP)/uapi/zcx_uapi.h
 LIB_OBJS := $(patsubst $(TOP)/libshim/%.c,$(BUILD)/lib/%.o,$(LIB_SRCS))
 LIB_SO   := $(BUILD)/lib/libzcx.so.$(LIB_VERSION)
@@ -45,11 +46,11 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib verbs module clean-module selftests examples zcxctl zcx_soak bench bench-all bench-reg bench-verbs \
+.PHONY: all lib verbs pmix module clean-module selftests examples zcxctl zcx_soak bench bench-all bench-reg bench-verbs \
 	bench-xfer check check-quick demo \
 	vm-shell ktools dkms-install install uninstall deb clean help
 
-all: lib verbs selftests examples zcxctl
+all: lib verbs pmix selftests examples zcxctl
 
 help:
 	@echo "make                 library and selftests (userspace)"
@@ -129,12 +130,35 @@ $(VLIB_PRELOAD): $(TOP)/libshim/verbs_preload.c $(TOP)/libshim/verbs.c $(LIB_SRC
 	$(CC) $(LIB_CFLAGS) $(LDFLAGS) -shared -o $@ $(TOP)/libshim/verbs_preload.c \
 		$(TOP)/libshim/verbs.c $(LIB_SRCS) -libverbs -ldl
 
+# --- libzcx-pmix (needs libpmix-dev) ---------------------------------------
+
+PLIB_SO := $(BUILD)/lib/libzcx-pmix.so.$(LIB_VERSION)
+PMIX_CFLAGS := $(shell pkg-config --cflags pmix 2>/dev/null)
+# Without the launcher's rpath: libpmix.so.2 is also in the default path.
+PMIX_LIBS := -lpmix
+
+pmix: $(PLIB_SO)
+
+$(PLIB_SO): $(TOP)/libshim/pmix.c $(TOP)/libshim/libzcx-pmix.map $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) $(PMIX_CFLAGS) $(LDFLAGS) -shared \
+		-Wl,-soname,libzcx-pmix.so.$(SOVERSION) \
+		-Wl,--version-script=$(TOP)/libshim/libzcx-pmix.map -o $@ $< $(PMIX_LIBS)
+	ln -sf $(notdir $@) $(BUILD)/lib/libzcx-pmix.so.$(SOVERSION)
+	ln -sf libzcx-pmix.so.$(SOVERSION) $(BUILD)/lib/libzcx-pmix.so
+
 # --- examples --------------------------------------------------------------
 
 EXAMPLES := $(patsubst $(TOP)/examples/%.c,$(BUILD)/examples/%,\
-	      $(filter-out %/zcx_verbs_perf.c,$(wildcard $(TOP)/examples/*.c)))
+	      $(filter-out %/zcx_verbs_perf.c %/zcx_pmix_ring.c,$(wildcard $(TOP)/examples/*.c)))
 
-examples: $(BUILD)/examples/zcx_verbs_perf
+examples: $(BUILD)/examples/zcx_verbs_perf $(BUILD)/examples/zcx_pmix_ring
+
+$(BUILD)/examples/zcx_pmix_ring: $(TOP)/examples/zcx_pmix_ring.c $(PLIB_SO) $(LIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
+		-I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx-pmix -lzcx
 
 # The verbs example shares the selftests' Soft-RoCE loopback helper.
 $(BUILD)/examples/zcx_verbs_perf: $(TOP)/examples/zcx_verbs_perf.c $(VLIB_SO) $(LIB_HDRS)
@@ -267,8 +291,9 @@ MAN3_LINKS := $(foreach p,$(MAN3_PAGES),$(addsuffix :$(basename $(notdir $(p))),
 INST_LIB   := $(DESTDIR)$(LIBDIR)
 INST_FILES := $(addprefix $(INST_LIB)/,libzcx.so.$(LIB_VERSION) libzcx.so.$(SOVERSION) \
 		libzcx.so libzcx.a libzcx-verbs.so.$(LIB_VERSION) \
-		libzcx-verbs.so.$(SOVERSION) libzcx-verbs.so zcx/libzcx-verbs-preload.so) \
-	$(addprefix $(DESTDIR)$(INCLUDEDIR)/,zcx.h zcx_uapi.h zcx_verbs.h) \
+		libzcx-verbs.so.$(SOVERSION) libzcx-verbs.so zcx/libzcx-verbs-preload.so \
+		libzcx-pmix.so.$(LIB_VERSION) libzcx-pmix.so.$(SOVERSION) libzcx-pmix.so) \
+	$(addprefix $(DESTDIR)$(INCLUDEDIR)/,zcx.h zcx_uapi.h zcx_verbs.h zcx_pmix.h) \
 	$(DESTDIR)$(PKGCONFIGDIR)/libzcx.pc \
 	$(DESTDIR)$(UDEVDIR)/rules.d/60-zcx.rules \
 	$(DESTDIR)$(DOCDIR)/examples/modules-load.d/zcx.conf \
@@ -276,19 +301,21 @@ INST_FILES := $(addprefix $(INST_LIB)/,libzcx.so.$(LIB_VERSION) libzcx.so.$(SOVE
 	$(foreach l,$(MAN3_LINKS),$(DESTDIR)$(MANDIR)/man3/$(firstword $(subst :, ,$(l))).3) \
 	$(DESTDIR)$(BINDIR)/zcxctl $(DESTDIR)$(MANDIR)/man8/zcxctl.8
 
-install: lib verbs zcxctl
+install: lib verbs pmix zcxctl
 	install -d $(INST_LIB)/zcx $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(UDEVDIR)/rules.d $(DESTDIR)$(DOCDIR)/examples/modules-load.d \
 		$(DESTDIR)$(MANDIR)/man3
-	install -m 755 $(LIB_SO) $(VLIB_SO) $(INST_LIB)/
+	install -m 755 $(LIB_SO) $(VLIB_SO) $(PLIB_SO) $(INST_LIB)/
 	install -m 755 $(VLIB_PRELOAD) $(INST_LIB)/zcx/
 	install -m 644 $(LIB_A) $(INST_LIB)/
 	ln -sf libzcx.so.$(LIB_VERSION) $(INST_LIB)/libzcx.so.$(SOVERSION)
 	ln -sf libzcx.so.$(SOVERSION) $(INST_LIB)/libzcx.so
 	ln -sf libzcx-verbs.so.$(LIB_VERSION) $(INST_LIB)/libzcx-verbs.so.$(SOVERSION)
 	ln -sf libzcx-verbs.so.$(SOVERSION) $(INST_LIB)/libzcx-verbs.so
+	ln -sf libzcx-pmix.so.$(LIB_VERSION) $(INST_LIB)/libzcx-pmix.so.$(SOVERSION)
+	ln -sf libzcx-pmix.so.$(SOVERSION) $(INST_LIB)/libzcx-pmix.so
 	install -m 644 $(TOP)/libshim/zcx.h $(TOP)/uapi/zcx_uapi.h $(TOP)/libshim/zcx_verbs.h \
-		$(DESTDIR)$(INCLUDEDIR)/
+		$(TOP)/libshim/zcx_pmix.h $(DESTDIR)$(INCLUDEDIR)/
 	$(PC_SED) $(TOP)/libshim/libzcx.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libzcx.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/libzcx.pc
 	install -m 644 $(TOP)/udev/60-zcx.rules $(DESTDIR)$(UDEVDIR)/rules.d/
@@ -310,7 +337,8 @@ uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then \
 		ldconfig; fi
 
-# Debian packages (zcx-dkms, libzcx1, libzcx-verbs1, libzcx-dev, zcx-utils).
+# Debian packages (zcx-dkms, libzcx1, libzcx-verbs1, libzcx-pmix1, libzcx-dev,
+# zcx-utils).
 deb:
 	$(TOP)/scripts/deb-build.sh
 

@@ -519,6 +519,34 @@ err_free:
 	return ret;
 }
 
+/* One message per backend device; cb->args[0] is the last id sent. */
+static int zcx_nl_devices_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct zcx_backend_dev *dev;
+	void *hdr;
+
+	mutex_lock(&zcx_backend_mutex);
+	list_for_each_entry(dev, &zcx_backend_devs, list) {
+		if (dev->id <= cb->args[0])
+			continue;
+		hdr = zcx_nl_dump_put(skb, cb, ZCX_CMD_GET_DEVICES);
+		if (!hdr)
+			break;
+		if (zcx_nl_put_u64(skb, ZCX_ATTR_DEV_ID, dev->id) ||
+		    nla_put_string(skb, ZCX_ATTR_DEV_NAME, dev->name) ||
+		    nla_put_string(skb, ZCX_ATTR_DEV_BACKEND, dev->backend) ||
+		    nla_put_u32(skb, ZCX_ATTR_DEV_PORTS, dev->ports) ||
+		    nla_put_u32(skb, ZCX_ATTR_DEV_MR_PAGES, dev->mr_pages)) {
+			genlmsg_cancel(skb, hdr);
+			break;
+		}
+		genlmsg_end(skb, hdr);
+		cb->args[0] = dev->id;
+	}
+	mutex_unlock(&zcx_backend_mutex);
+	return skb->len;
+}
+
 static const struct genl_ops zcx_nl_ops[] = {
 	{
 		.cmd	= ZCX_CMD_GET_STATS,
@@ -546,6 +574,10 @@ static const struct genl_ops zcx_nl_ops[] = {
 	{
 		.cmd	= ZCX_CMD_FLUSH,
 		.doit	= zcx_nl_flush,
+	},
+	{
+		.cmd	= ZCX_CMD_GET_DEVICES,
+		.dumpit	= zcx_nl_devices_dump,
 	},
 };
 

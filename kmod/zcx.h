@@ -26,6 +26,9 @@
  *				nothing that sleeps, allocates, faults or takes
  *				mmap_lock ever runs under it.
  *
+ * zcx_backend_mutex (backend.h) is a leaf of its own: the backends' device
+ * list, taken with no other zcx lock held and holding none.
+ *
  * Copies between processes run under no lock at all: the pages they touch
  * are held "busy" (see struct zcx_region) and the copy stops early when
  * either endpoint dies.
@@ -49,6 +52,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 
+#include "backend.h"
 #include "compat.h"
 #include "zcx_uapi.h"
 
@@ -416,6 +420,10 @@ void zcx_bar_global_exit(void);
 /* context.c */
 extern struct list_head zcx_ctx_list;
 extern struct mutex zcx_ctx_list_mutex;
+
+/* backend.c: the devices backends (zcx_ib.ko) drive, in order of id. */
+extern struct list_head zcx_backend_devs;
+extern struct mutex zcx_backend_mutex;
 struct zcx_ctx *zcx_ctx_create(void);
 void zcx_ctx_destroy(struct zcx_ctx *ctx);
 int zcx_ctx_check_caller(const struct zcx_ctx *ctx);

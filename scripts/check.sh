@@ -145,7 +145,7 @@ debug_lane_complete() {
 
 checkpatch() {
 	perl build/ktools/scripts/checkpatch.pl --no-tree --quiet \
-		-f kmod/*.c kmod/*.h kmod/probes/*.c uapi/*.h
+		-f kmod/*.c kmod/*.h kmod/ib/*.c kmod/probes/*.c uapi/*.h
 }
 
 # The probes must agree with an independent look at the headers (Debian

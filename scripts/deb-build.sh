@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # deb-build.sh [OUTDIR] - build the Debian packages (zcx-dkms, libzcx1,
-# libzcx-verbs1, libzcx-dev, zcx-utils) from this tree with
+# libzcx-verbs1, libzcx-pmix1, libzcx-dev, zcx-utils) from this tree with
 # dpkg-buildpackage -us -uc -b, in a copy of the tree under
 # OUTDIR/src (default build/deb), so that nothing lands next to the
 # repository; the .deb files end up in OUTDIR.  The copy holds what git

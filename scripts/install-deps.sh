@@ -16,6 +16,7 @@ packages=(
 	busybox-static qemu-system-x86 iproute2
 	libibverbs-dev ibverbs-providers ibverbs-utils
 	libnl-genl-3-dev
+	libpmix-dev openmpi-bin
 	linux-image-amd64 linux-headers-amd64
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 linux-source-6.12
 )
@@ -23,7 +24,7 @@ for group in "$@"; do
 	case $group in
 	# Peers measured beside zcx: UCX, Open MPI; strace counts their syscalls;
 	# gnuplot draws the figures.
-	--bench) packages+=(ucx-utils openmpi-bin libopenmpi-dev strace gnuplot-nox) ;;
+	--bench) packages+=(ucx-utils libopenmpi-dev strace gnuplot-nox) ;;
 	# Building the debug kernel (scripts/debug-kernel.sh).
 	--debug-kernel) packages+=(flex bison bc libelf-dev libssl-dev) ;;
 	# The memory churn beside the soak (scripts/soak.sh).

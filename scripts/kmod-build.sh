@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# kmod-build.sh [--lint] KVER KDIR OUTDIR - build zcx.ko for one kernel.
+# kmod-build.sh [--lint] KVER KDIR OUTDIR - build zcx.ko (and zcx_ib.ko) for
+# one kernel.
 #
 # Kbuild writes objects next to the sources, so each kernel gets its own
 # OUTDIR that mirrors the source files as symlinks; one tree then builds
@@ -27,11 +28,12 @@ if [ ! -f "$kdir/Makefile" ]; then
 	exit 1
 fi
 
-mkdir -p "$outdir/kmod" "$outdir/uapi" "$outdir/generated"
+mkdir -p "$outdir/kmod/ib" "$outdir/uapi" "$outdir/generated"
 outdir=$(cd "$outdir" && pwd)	# kbuild's M= must be absolute
 # Refresh the mirror: sources may have been added or removed.
-find "$outdir/kmod" "$outdir/uapi" -maxdepth 1 -type l -delete
+find "$outdir/kmod" "$outdir/kmod/ib" "$outdir/uapi" -maxdepth 1 -type l -delete
 for f in "$top"/kmod/*.[ch]; do ln -s "$f" "$outdir/kmod/"; done
+for f in "$top"/kmod/ib/*.[ch]; do ln -s "$f" "$outdir/kmod/ib/"; done
 ln -s "$top"/uapi/*.h "$outdir/uapi/"
 ln -sf "$top/Kbuild" "$top/dkms.conf" "$outdir/"
 

@@ -13,8 +13,8 @@
 #                      tree (two registrations of zcx/<version> collide);
 #                      zcx-dkms's postinst builds the module through DKMS
 #   dkms KVER          make sure DKMS built and installed the packaged
-#                      module for kernel KVER, and check what modprobe
-#                      will load there
+#                      modules (zcx, zcx_ib) for kernel KVER, and check
+#                      what modprobe will load there
 #   make-install       "make install DESTDIR=tmp" then "make uninstall":
 #                      the expected files, then nothing left
 #   pkg-config OUTDIR  build the examples against the installed headers and
@@ -29,7 +29,7 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 version=$(sed -n 's/^PACKAGE_VERSION="*\([^"]*\)"*$/\1/p' "$top/dkms.conf")
-packages=(zcx-dkms libzcx1 libzcx-verbs1 libzcx-dev zcx-utils)
+packages=(zcx-dkms libzcx1 libzcx-verbs1 libzcx-pmix1 libzcx-dev zcx-utils)
 multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
 libdir=/usr/lib/$multiarch
 # What ldd prints for the installed libzcx (/lib is /usr/lib on merged-usr).
@@ -68,7 +68,7 @@ cmd_lint() {
 }
 
 cmd_dkms() {
-	local kver=${1:?dkms KVER} status path v
+	local kver=${1:?dkms KVER} status path v m
 	src_owned || die "/usr/src/zcx-$version does not come from zcx-dkms"
 	status=$(dkms status -m zcx -v "$version" -k "$kver")
 	echo "before: ${status:-not built}"
@@ -81,11 +81,15 @@ cmd_dkms() {
 	status=$(dkms status -m zcx -v "$version" -k "$kver")
 	echo "after: $status"
 	case $status in *": installed"*) ;; *) die "not installed for $kver" ;; esac
-	path=$(modinfo -k "$kver" -n zcx)
-	v=$(modinfo -k "$kver" -F version zcx)
-	echo "modprobe zcx on $kver: $path, version $v"
-	case $path in */updates/dkms/zcx.ko*) ;; *) die "modprobe would load $path" ;; esac
-	[ "$v" = "$version" ] || die "module version $v, want $version"
+	for m in zcx zcx_ib; do
+		path=$(modinfo -k "$kver" -n $m)
+		v=$(modinfo -k "$kver" -F version $m)
+		echo "modprobe $m on $kver: $path, version $v"
+		case $path in */updates/dkms/$m.ko*) ;; *) die "modprobe would load $path" ;; esac
+		[ "$v" = "$version" ] || die "$m version $v, want $version"
+	done
+	# zcx.ko must load on a node without the RDMA stack.
+	[ -z "$(modinfo -k "$kver" -F depends zcx)" ] || die "zcx.ko depends on other modules"
 }
 
 cmd_make_install() {
@@ -97,6 +101,7 @@ cmd_make_install() {
 	(cd "$tmp" && find . \( -type f -o -type l \) | sort)
 	expect=(opt/zcx/lib/libzcx.so.1 opt/zcx/lib/libzcx.so opt/zcx/lib/libzcx.a \
 		opt/zcx/lib/libzcx-verbs.so.1 opt/zcx/lib/zcx/libzcx-verbs-preload.so \
+		opt/zcx/lib/libzcx-pmix.so.1 opt/zcx/lib/libzcx-pmix.so opt/zcx/include/zcx_pmix.h \
 		opt/zcx/include/zcx.h opt/zcx/include/zcx_uapi.h \
 		opt/zcx/lib/pkgconfig/libzcx.pc opt/zcx/share/man/man3/zcx_mr_reg.3 \
 		opt/zcx/share/man/man3/zcx_open.3 etc/udev/rules.d/60-zcx.rules \
@@ -147,7 +152,10 @@ cmd_pkg_config() {
 	cc -std=c11 -Wall -Wextra -Werror "$out/verbs.c" -o "$out/verbs" \
 		$flags -lzcx-verbs -libverbs
 	"$out/verbs"
-	for name in zcx_info verbs; do
+	# shellcheck disable=SC2086
+	cc -std=c11 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+		"$top/examples/zcx_pmix_ring.c" -o "$out/zcx_pmix_ring" $flags -lzcx-pmix
+	for name in zcx_info verbs zcx_pmix_ring; do
 		if readelf -d "$out/$name" | grep 'R.*PATH' > /dev/null; then
 			die "$name has an rpath"
 		fi
@@ -185,6 +193,9 @@ cmd_guest() {
 		t zcx_regcache "$bindir/zcx_regcache"
 		t zcx_pingpong "$bindir/zcx_pingpong"
 		t zcx_barrier "$bindir/zcx_barrier" -n 4
+		t zcx_ib-from-dkms sh -c "modinfo -n zcx_ib | grep -q /updates/dkms/"
+		t zcx_pmix_ring mpirun --allow-run-as-root --oversubscribe -n 2 \
+			"$bindir/zcx_pmix_ring" -r 10
 		t zcxctl-installed test -x /usr/bin/zcxctl
 		t zcxctl-status /usr/bin/zcxctl status
 		echo "1..$n"

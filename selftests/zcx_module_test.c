@@ -12,89 +12,29 @@
 #include <sys/syscall.h>
 
 #include "kselftest_harness.h"
+#include "zcx_module.h"
 #include "zcx_test.h"
 
-static char module_path[4096];
-
-static const char *find_module(void)
+static bool have_module_file(void)
 {
-	const char *env = getenv("ZCX_KO");
-	FILE *p;
+	char path[4096];
 
-	if (env && *env)
-		return env;
-	if (module_path[0])
-		return module_path;
-	p = popen("modinfo -n zcx 2>/dev/null", "r");
-	if (!p)
-		return NULL;
-	if (!fgets(module_path, sizeof(module_path), p))
-		module_path[0] = '\0';
-	pclose(p);
-	module_path[strcspn(module_path, "\n")] = '\0';
-	return module_path[0] ? module_path : NULL;
+	return zcx_module_path("zcx", path, sizeof(path));
 }
 
-/*
- * Load the module file with @params; 0 or -errno.  A compressed file (as
- * DKMS installs for 6.12) is decompressed here, like kmod does: the
- * kernel's own decompressor only takes what the kernel build produced.
- */
 static int load_module(const char *params)
 {
-	const char *path = find_module();
-	size_t len, size = 0, cap = 1 << 20;
-	char cmd[4200], *image;
-	FILE *f;
-	int ret;
-
-	if (!path)
-		return -ENOENT;
-	len = strlen(path);
-	if (len > 3 && !strcmp(path + len - 3, ".xz"))
-		snprintf(cmd, sizeof(cmd), "xz -dc '%s'", path);
-	else if (len > 4 && !strcmp(path + len - 4, ".zst"))
-		snprintf(cmd, sizeof(cmd), "zstd -dc '%s'", path);
-	else
-		snprintf(cmd, sizeof(cmd), "cat '%s'", path);
-	f = popen(cmd, "r");
-	if (!f)
-		return -errno;
-	image = malloc(cap);
-	while (image) {
-		char *bigger;
-
-		size += fread(image + size, 1, cap - size, f);
-		if (size < cap)
-			break;
-		cap *= 2;
-		bigger = realloc(image, cap);
-		if (!bigger) {
-			free(image);
-			image = NULL;
-		} else {
-			image = bigger;
-		}
-	}
-	if (pclose(f) != 0 || !image || !size) {
-		free(image);
-		return -EIO;
-	}
-	ret = syscall(SYS_init_module, image, size, params) ? -errno : 0;
-	free(image);
-	return ret;
+	return zcx_module_load("zcx", params);
 }
 
 static int unload_module(void)
 {
-	return syscall(SYS_delete_module, "zcx", O_NONBLOCK) ? -errno : 0;
+	return zcx_module_unload("zcx");
 }
 
 static bool module_loaded(void)
 {
-	struct stat st;
-
-	return stat("/sys/module/zcx", &st) == 0;
+	return zcx_module_loaded("zcx");
 }
 
 /* /dev/zcx appears through devtmpfs; wait for it boundedly. */
@@ -127,15 +67,18 @@ FIXTURE_SETUP(module)
 {
 	if (geteuid() != 0)
 		SKIP(return, "needs root to load and unload modules");
-	if (!find_module())
+	if (!have_module_file())
 		SKIP(return, "module file unknown: set ZCX_KO");
 	ASSERT_TRUE(module_loaded());
+	/* The backend holds zcx; zcx_ib_test unloads it unless it was killed. */
+	if (zcx_module_loaded("zcx_ib"))
+		ASSERT_EQ(0, zcx_module_unload("zcx_ib"));
 }
 
 /* Put the module back as the runner loaded it, whatever the test did. */
 FIXTURE_TEARDOWN(module)
 {
-	if (geteuid() != 0 || !find_module())
+	if (geteuid() != 0 || !have_module_file())
 		return;
 	if (module_loaded() && !defaults_loaded())
 		EXPECT_EQ(0, unload_module());

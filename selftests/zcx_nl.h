@@ -19,11 +19,13 @@
 
 #include "zcx_uapi.h"
 
-/* One reply: which attributes came, their integer values, COMM. */
+/* One reply: which attributes came, their integer values, the strings. */
 struct zcx_nl_msg {
 	bool has[ZCX_ATTR_MAX + 1];
 	uint64_t val[ZCX_ATTR_MAX + 1];
 	char comm[32];
+	char dev_name[64];
+	char dev_backend[16];
 };
 
 /* Attributes to send: integers, by attribute number (u64 if marked). */
@@ -86,6 +88,12 @@ static inline int zcx_nl_on_valid(struct nl_msg *nlmsg, void *arg)
 	}
 	if (attrs[ZCX_ATTR_COMM])
 		snprintf(msg.comm, sizeof(msg.comm), "%s", nla_get_string(attrs[ZCX_ATTR_COMM]));
+	if (attrs[ZCX_ATTR_DEV_NAME])
+		snprintf(msg.dev_name, sizeof(msg.dev_name), "%s",
+			 nla_get_string(attrs[ZCX_ATTR_DEV_NAME]));
+	if (attrs[ZCX_ATTR_DEV_BACKEND])
+		snprintf(msg.dev_backend, sizeof(msg.dev_backend), "%s",
+			 nla_get_string(attrs[ZCX_ATTR_DEV_BACKEND]));
 	if (state->fn)
 		state->fn(&msg, state->arg);
 	return NL_OK;

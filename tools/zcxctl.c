@@ -2,7 +2,8 @@
 /*
  * zcxctl - look at and tune zcx.ko through its generic netlink family
  * ("zcx", see uapi/zcx_uapi.h): statistics, a process's regions, module
- * parameters, flushing a process's unused regions.
+ * parameters, flushing a process's unused regions, the RDMA devices the
+ * backend (zcx_ib.ko) drives.
  *
  * Exit status: 0 success, 1 other failure, 2 usage error, 3 zcx.ko not
  * loaded, 4 permission denied, 5 no such process using zcx.
@@ -107,6 +108,7 @@ static void usage(FILE *out)
 		"                      cache_bytes, zcopy_threshold, eager_credits,\n"
 		"                      poll_idle_us\n"
 		"  flush -p PID        drop the unused cached regions of a process\n"
+		"  devices             the RDMA devices zcx_ib.ko drives\n"
 		"\n"
 		"  -j                  JSON output\n"
 		"  -h                  this help\n"
@@ -571,6 +573,44 @@ static void print_proc(struct nlattr **attrs, void *arg)
 	       attr_u64(attrs, ZCX_ATTR_ENDPOINTS));
 }
 
+static void print_device(struct nlattr **attrs, void *arg)
+{
+	static const struct attr_desc desc[] = {
+		{ ZCX_ATTR_DEV_ID,		"id",		KIND_U64 },
+		{ ZCX_ATTR_DEV_NAME,		"name",		KIND_STR },
+		{ ZCX_ATTR_DEV_BACKEND,		"backend",	KIND_STR },
+		{ ZCX_ATTR_DEV_PORTS,		"ports",	KIND_U32 },
+		{ ZCX_ATTR_DEV_MR_PAGES,	"mr_pages",	KIND_U32 },
+	};
+	struct rows *rows = arg;
+	bool first = true;
+
+	rows_begin(rows, "ID    NAME              BACKEND  PORTS  MR_PAGES");
+	if (json) {
+		putchar('{');
+		json_members(attrs, desc, ARRAY_SIZE(desc), &first);
+		putchar('}');
+		return;
+	}
+	printf("%-5" PRIu64 " %-17s %-8s %-6" PRIu32 " %" PRIu32 "\n",
+	       attr_u64(attrs, ZCX_ATTR_DEV_ID),
+	       attrs[ZCX_ATTR_DEV_NAME] ? nla_get_string(attrs[ZCX_ATTR_DEV_NAME]) : "?",
+	       attrs[ZCX_ATTR_DEV_BACKEND] ? nla_get_string(attrs[ZCX_ATTR_DEV_BACKEND]) : "?",
+	       attr_u32(attrs, ZCX_ATTR_DEV_PORTS), attr_u32(attrs, ZCX_ATTR_DEV_MR_PAGES));
+}
+
+static int cmd_devices(struct zcx_conn *conn)
+{
+	struct rows rows = { 0 };
+	int ret;
+
+	ret = zcx_request(conn, ZCX_CMD_GET_DEVICES, true, NULL, NULL, print_device, &rows,
+			  "devices", 0);
+	if (!ret)
+		rows_end(&rows, "no RDMA devices (is zcx_ib loaded?)");
+	return ret;
+}
+
 /* status: parameters' head, module-wide totals, then the contexts. */
 static int cmd_status(struct zcx_conn *conn)
 {
@@ -663,7 +703,7 @@ int main(int argc, char **argv)
 	argc -= optind;
 	argv += optind;
 
-	if (!strcmp(cmd, "status") || !strcmp(cmd, "params")) {
+	if (!strcmp(cmd, "status") || !strcmp(cmd, "params") || !strcmp(cmd, "devices")) {
 		ret = parse_cmd_opts(argc, argv, false, false, &pid);
 	} else if (!strcmp(cmd, "stats")) {
 		ret = parse_cmd_opts(argc, argv, true, false, &pid);
@@ -696,6 +736,8 @@ int main(int argc, char **argv)
 			ret = cmd_regions(&conn, pid);
 		else if (!strcmp(cmd, "params"))
 			ret = cmd_params(&conn);
+		else if (!strcmp(cmd, "devices"))
+			ret = cmd_devices(&conn);
 		else if (!strcmp(cmd, "set"))
 			ret = cmd_set(&conn, argv[optind], argv[optind + 1]);
 		else

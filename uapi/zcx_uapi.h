@@ -811,6 +811,10 @@ struct zcx_bar_join {
  *			(they go stale at once, their pages are unpinned in
  *			the background).  Replies ZCX_ATTR_PID and
  *			ZCX_ATTR_FLUSHED.  Errors: EINVAL, ESRCH, EPERM.
+ *  ZCX_CMD_GET_DEVICES	dump: one message per network device a backend
+ *			module drives (zcx_ib.ko: every RDMA device with
+ *			fast registration), ZCX_ATTR_DEV_*.  Empty when no
+ *			backend is loaded.
  *
  * Settable parameters, effective at once: ZCX_ATTR_PARAM_ZCOPY_THRESHOLD
  * (at most 65536), ZCX_ATTR_PARAM_POLL_IDLE_US (at most 1000000; polling
@@ -831,6 +835,7 @@ enum zcx_nl_cmd {
 	ZCX_CMD_GET_PARAMS,
 	ZCX_CMD_SET_PARAMS,
 	ZCX_CMD_FLUSH,
+	ZCX_CMD_GET_DEVICES,
 	__ZCX_CMD_MAX,
 	ZCX_CMD_MAX = __ZCX_CMD_MAX - 1
 };
@@ -891,6 +896,12 @@ enum zcx_nl_attr {
 	ZCX_ATTR_PARAM_MAX_POLLERS,	/* u32, read-only */
 	/* ZCX_CMD_FLUSH. */
 	ZCX_ATTR_FLUSHED,		/* u32: regions dropped */
+	/* ZCX_CMD_GET_DEVICES. */
+	ZCX_ATTR_DEV_ID,		/* u64: node-wide number, never reused */
+	ZCX_ATTR_DEV_NAME,		/* string: e.g. "rxe0" */
+	ZCX_ATTR_DEV_BACKEND,		/* string: the module's, e.g. "ib" */
+	ZCX_ATTR_DEV_PORTS,		/* u32: ports */
+	ZCX_ATTR_DEV_MR_PAGES,		/* u32: pages one fast registration maps */
 	__ZCX_ATTR_MAX,
 	ZCX_ATTR_MAX = __ZCX_ATTR_MAX - 1
 };

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * zcx_pmix.h - libzcx-pmix: find the other processes of a job through PMIx.
+ *
+ * A program started by a PMIx launcher (Open MPI's mpirun, PRRTE's
+ * prterun, Slurm's "srun --mpi=pmix") trades zcx addresses with the rest
+ * of its job in one call each, with no sockets or files of its own:
+ *
+ *	struct zcx_pmix *job;
+ *	struct zcx_addr mine, *all;
+ *
+ *	zcx_pmix_init(&job);			// rank, size from the launcher
+ *	zcx_ep_addr(ep, &mine);
+ *	all = calloc(zcx_pmix_size(job), sizeof(*all));
+ *	zcx_pmix_allgather(job, &mine, all);	// all[r]: rank r's endpoint
+ *	...
+ *	zcx_pmix_fini(job);
+ *
+ * Started without a launcher, the program is a job of one: rank 0 of 1.
+ * Started by one that cannot be reached, zcx_pmix_init() fails (-EIO)
+ * rather than leave every process believing it is alone.
+ *
+ * zcx_pmix_allgather() and zcx_pmix_bcast() are collective: every process
+ * of the job makes the same calls in the same order (as with MPI
+ * collectives); they block until all have.  A job handle is for one
+ * thread at a time.  PMIx may be in use beside it (by MPI, say): PMIx
+ * counts initialisations.
+ *
+ * Functions return 0 or a negative errno: -ENOMEM; -EIO when PMIx fails
+ * (its message on stderr); -ETIMEDOUT; -EPROTO when a peer's data is not
+ * an address (another program under the same launcher?).
+ *
+ * Link with -lzcx-pmix (it brings libpmix in; this header needs no PMIx
+ * header).
+ */
+#ifndef ZCX_PMIX_H
+#define ZCX_PMIX_H
+
+#include <stdint.h>
+
+#include "zcx_uapi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct zcx_pmix;
+
+/* Join the job (PMIx_Init): *job on success. */
+int zcx_pmix_init(struct zcx_pmix **job);
+
+/* This process's rank, and the number of processes in the job. */
+uint32_t zcx_pmix_rank(const struct zcx_pmix *job);
+uint32_t zcx_pmix_size(const struct zcx_pmix *job);
+
+/* Collective: every rank's @mine, into all[0 .. size - 1]. */
+int zcx_pmix_allgather(struct zcx_pmix *job, const struct zcx_addr *mine,
+		       struct zcx_addr *all);
+
+/* Collective: @root's *addr into every rank's *addr (a barrier's, say). */
+int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_addr *addr);
+
+/* Leave the job (PMIx_Finalize) and free @job; NULL is ignored. */
+void zcx_pmix_fini(struct zcx_pmix *job);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ZCX_PMIX_H */

@@ -1,0 +1,82 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# zcx_pmix_test.sh - libzcx-pmix: examples/zcx_pmix_ring's processes find
+# each other through PMIx (Open MPI's mpirun as the launcher), pass
+# checked messages round a ring (zero-copy and inline sizes) and meet at a
+# barrier; alone it is a ring of one; with a launcher it cannot reach it
+# fails at once.  TAP output; skips without mpirun, the example or
+# /dev/zcx.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+ring=${ZCX_PMIX_RING:-$here/../build/examples/zcx_pmix_ring}
+# A slow guest (ZCX_SLOW=1, the debug kernel) does fewer rounds.
+rounds=100
+[ "${ZCX_SLOW:-}" != 1 ] || rounds=20
+# As root, Open MPI wants to be told; more ranks than CPUs need
+# --oversubscribe.
+mpirun=(mpirun --allow-run-as-root --oversubscribe)
+tests=4
+
+echo "TAP version 13"
+echo "1..$tests"
+if [ ! -x "$ring" ] || [ ! -e /dev/zcx ] || ! command -v mpirun > /dev/null; then
+	for i in $(seq 1 $tests); do
+		echo "ok $i pmix # SKIP no $ring, /dev/zcx or mpirun"
+	done
+	exit 4
+fi
+
+log=$(mktemp)
+status=0
+n=0
+
+# report NAME RC EXPECTED: ok if RC is 0 and the output has exactly the
+# lines of EXPECTED, in any order.
+report() {
+	local name=$1 rc=$2 want
+	n=$((n + 1))
+	want=$(sort <<<"$3")
+	if [ "$rc" -eq 0 ] && [ "$(grep '^rank ' "$log" | sort)" = "$want" ]; then
+		echo "ok $n pmix.$name"
+	else
+		sed 's/^/# /' "$log"
+		echo "# exit status $rc"
+		echo "not ok $n pmix.$name"
+		status=1
+	fi
+}
+
+# ok_lines NPROCS BYTES: what every rank prints.
+ok_lines() {
+	local r
+	for r in $(seq 0 $(($1 - 1))); do
+		echo "rank $r of $1: $rounds rounds, $2 bytes, ok"
+	done
+}
+
+timeout 120 "$ring" -r $rounds -s 65536 > "$log" 2>&1
+report singleton $? "$(ok_lines 1 65536)"
+
+timeout 300 "${mpirun[@]}" -n 4 "$ring" -r $rounds -s 65536 > "$log" 2>&1
+report mpirun_4_ranks_zero_copy $? "$(ok_lines 4 65536)"
+
+timeout 300 "${mpirun[@]}" -n 3 "$ring" -r $rounds -s 100 > "$log" 2>&1
+report mpirun_3_ranks_inline $? "$(ok_lines 3 100)"
+
+# A job whose launcher is gone: an error, not a job of one.
+n=$((n + 1))
+PMIX_NAMESPACE=zcx-no-such-job timeout 60 "$ring" -r 1 > "$log" 2>&1
+rc=$?
+if [ $rc -eq 1 ] && grep -q 'zcx_pmix_init' "$log" && ! grep -q '^rank ' "$log"; then
+	echo "ok $n pmix.unreachable_launcher_fails"
+else
+	sed 's/^/# /' "$log"
+	echo "# exit status $rc"
+	echo "not ok $n pmix.unreachable_launcher_fails"
+	status=1
+fi
+
+rm -f "$log"
+exit $status
