@@ -188,9 +188,11 @@ if [ ${#kernels[@]} -eq 0 ]; then
 	exit 1
 fi
 
-step build-lib make -C "$top" lib verbs
+step build-lib make -C "$top" lib verbs pmix
 step build-selftests make -C "$top" selftests
 step build-zcxctl make -C "$top" zcxctl
+# zcx_pmix_test.sh runs examples/zcx_pmix_ring.
+step build-examples make -C "$top" examples
 if [ "$quick" != 1 ]; then
 	step checkpatch checkpatch
 	step man-pages man_pages
