@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * backend.c - the devices remote-transport backends (zcx_ib.ko) drive.
+ * backend.c - remote-transport backends (zcx_ib.ko): the devices they
+ * drive, and the connection ops zcx.ko calls for peers on other nodes.
  *
  * zcx.ko itself never links against ib_core: a backend module registers
- * its devices here, so that zcx.ko can show them (netlink.c) and, without
- * any backend, loads on a node with no RDMA stack at all.
+ * here, so that zcx.ko can use it and, without any backend, loads on a
+ * node with no RDMA stack at all.
  */
 #include <linux/export.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
 #include <linux/string.h>
 
@@ -41,3 +43,89 @@ void zcx_backend_dev_rename(struct zcx_backend_dev *dev, const char *name)
 	mutex_unlock(&zcx_backend_mutex);
 }
 EXPORT_SYMBOL_GPL(zcx_backend_dev_rename);
+
+/* The node's zcx instance, in ZCX_NODE_INET addresses. */
+u64 zcx_node_id __read_mostly;
+
+/* The registered backend's connection ops, under zcx_backend_mutex. */
+static const struct zcx_backend_ops *zcx_backend;
+
+int zcx_backend_register(const struct zcx_backend_ops *ops)
+{
+	int ret = 0;
+
+	mutex_lock(&zcx_backend_mutex);
+	if (zcx_backend)
+		ret = -EBUSY;
+	else
+		WRITE_ONCE(zcx_backend, ops);
+	mutex_unlock(&zcx_backend_mutex);
+	return ret;
+}
+EXPORT_SYMBOL_GPL(zcx_backend_register);
+
+/*
+ * Called from the backend's module exit: nothing of zcx.ko holds the
+ * module then (zcx_backend_get() takes a reference), so no call is under
+ * way.
+ */
+void zcx_backend_unregister(const struct zcx_backend_ops *ops)
+{
+	mutex_lock(&zcx_backend_mutex);
+	if (zcx_backend == ops)
+		WRITE_ONCE(zcx_backend, NULL);
+	mutex_unlock(&zcx_backend_mutex);
+}
+EXPORT_SYMBOL_GPL(zcx_backend_unregister);
+
+/* The backend's ops with a reference on its module, or NULL. */
+const struct zcx_backend_ops *zcx_backend_get(void)
+{
+	const struct zcx_backend_ops *ops;
+
+	mutex_lock(&zcx_backend_mutex);
+	ops = zcx_backend;
+	if (ops && !try_module_get(ops->owner))
+		ops = NULL;
+	mutex_unlock(&zcx_backend_mutex);
+	return ops;
+}
+
+void zcx_backend_put(const struct zcx_backend_ops *ops)
+{
+	module_put(ops->owner);
+}
+
+/*
+ * Hand a received buffer back.  Only called while the connection it came
+ * on exists, which holds the backend's module; that reference may go in
+ * the call, so hold one of our own until it has returned.
+ */
+void zcx_backend_release_rx(void *rx)
+{
+	const struct zcx_backend_ops *ops = READ_ONCE(zcx_backend);
+
+	__module_get(ops->owner);
+	ops->release_rx(rx);
+	module_put(ops->owner);
+}
+
+void zcx_conn_set_remote(struct zcx_conn *conn, void *remote)
+{
+	conn->remote = remote;
+}
+EXPORT_SYMBOL_GPL(zcx_conn_set_remote);
+
+void *zcx_conn_remote(const struct zcx_conn *conn)
+{
+	return conn->remote;
+}
+EXPORT_SYMBOL_GPL(zcx_conn_remote);
+
+void zcx_op_payload(const struct zcx_op *op, const void **data, u32 *len, u64 *tag)
+{
+	*data = op->data;
+	*len = op->len;
+	*tag = op->tag;
+}
+EXPORT_SYMBOL_GPL(zcx_op_payload);

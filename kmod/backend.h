@@ -3,17 +3,32 @@
  * backend.h - what zcx.ko offers a remote-transport backend (zcx_ib.ko),
  * the only header such a backend includes from zcx.ko.
  *
- * A backend announces each device it can drive with zcx_backend_dev_add()
- * and withdraws it with zcx_backend_dev_del() before the device goes away;
- * zcx.ko lists them (ZCX_CMD_GET_DEVICES).  The backend owns the struct;
- * zcx.ko only links it into its list, under zcx_backend_mutex, a leaf lock
- * (nothing else is taken while it is held).
+ * Devices: a backend announces each device it can drive with
+ * zcx_backend_dev_add() and withdraws it with zcx_backend_dev_del() before
+ * the device goes away; zcx.ko lists them (ZCX_CMD_GET_DEVICES).  The
+ * backend owns the struct; zcx.ko only links it into its list, under
+ * zcx_backend_mutex, a leaf lock.
+ *
+ * Connections: with its ops registered, a backend carries connections to
+ * endpoints of other nodes.  zcx.ko asks it to connect a struct zcx_conn
+ * and to send on it; the backend completes the operations it was given
+ * with zcx_op_complete().  On the other side, it accepts a connection to
+ * a local endpoint with zcx_ep_accept() and hands each message it
+ * receives to zcx_ep_deliver(), which matches it like a local one.
+ * Endpoints, connections and operations stay opaque to the backend.
+ *
+ * Context: ops->connect() and zcx_ep_accept() may sleep; ops->send(),
+ * ops->release_rx() and zcx_ep_deliver() are called, and may be called,
+ * from process context or a workqueue (never with a spinlock held);
+ * ops->close() from any of those, and must defer what sleeps long.
  */
 #ifndef ZCX_BACKEND_H
 #define ZCX_BACKEND_H
 
 #include <linux/list.h>
 #include <linux/types.h>
+
+#include "zcx_uapi.h"
 
 #define ZCX_BACKEND_NAME_MAX	64
 
@@ -39,5 +54,59 @@ struct zcx_backend_dev {
 void zcx_backend_dev_add(struct zcx_backend_dev *dev);
 void zcx_backend_dev_del(struct zcx_backend_dev *dev);
 void zcx_backend_dev_rename(struct zcx_backend_dev *dev, const char *name);
+
+struct zcx_conn;
+struct zcx_ep;
+struct zcx_op;
+
+/**
+ * struct zcx_backend_ops - a backend's connections.
+ * @owner:	the backend module; zcx.ko holds it while it uses the ops.
+ * @max_inline:	the longest message @send takes.
+ * @fill_addr:	fill the ZCX_NODE_INET part of a new endpoint's address
+ *		(all but @node_id); false if the backend does not listen.
+ * @connect:	connect @conn to @addr, sleeping until it is up; 0, or
+ *		-errno (ECONNREFUSED, EHOSTUNREACH, ETIMEDOUT, EINTR, ...).
+ *		On success the backend keeps its state with
+ *		zcx_conn_set_remote().
+ * @send:	send SEND @op (at most @max_inline bytes) on @conn, and
+ *		complete it when it has arrived or failed.
+ * @close:	@conn's last reference is gone: tear down its state.
+ * @release_rx:	a message handed to zcx_ep_deliver() was consumed: its
+ *		buffer @rx is the backend's again.
+ */
+struct zcx_backend_ops {
+	struct module *owner;
+	u32 max_inline;
+	bool (*fill_addr)(struct zcx_addr *addr);
+	int (*connect)(struct zcx_conn *conn, const struct zcx_addr *addr);
+	void (*send)(struct zcx_conn *conn, struct zcx_op *op);
+	void (*close)(struct zcx_conn *conn);
+	void (*release_rx)(void *rx);
+};
+
+int zcx_backend_register(const struct zcx_backend_ops *ops);
+void zcx_backend_unregister(const struct zcx_backend_ops *ops);
+
+void zcx_conn_set_remote(struct zcx_conn *conn, void *remote);
+void *zcx_conn_remote(const struct zcx_conn *conn);
+void zcx_op_payload(const struct zcx_op *op, const void **data, u32 *len, u64 *tag);
+void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
+
+/**
+ * struct zcx_accepted - a backend's connection into a local endpoint.
+ * @link:	on the endpoint's list; zcx.ko's.
+ * @gone:	called once, under a mutex (so it must not sleep), when the
+ *		endpoint is destroyed: the backend tears the connection down
+ *		and calls zcx_ep_unaccept().
+ */
+struct zcx_accepted {
+	struct list_head link;
+	void (*gone)(struct zcx_accepted *acc);
+};
+
+struct zcx_ep *zcx_ep_accept(u64 id, u64 key, struct zcx_accepted *acc);
+void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc);
+int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u32 len, void *rx);
 
 #endif /* ZCX_BACKEND_H */

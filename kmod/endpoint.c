@@ -18,6 +18,7 @@
 #include <linux/sched/signal.h>
 #include <linux/sched/stat.h>
 #include <linux/slab.h>
+#include <linux/socket.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 #include <linux/wait_bit.h>
@@ -47,9 +48,15 @@ static DEFINE_XARRAY_ALLOC1(zcx_ep_table);
 
 bool zcx_addr_valid(const struct zcx_addr *addr, u16 kind)
 {
-	return addr->kind == kind && !addr->reserved0 && !addr->node &&
-	       addr->id <= U32_MAX &&
-	       !memchr_inv(addr->reserved, 0, sizeof(addr->reserved));
+	if (addr->kind != kind || addr->reserved0 || addr->id > U32_MAX || addr->reserved1 ||
+	    addr->reserved2)
+		return false;
+	if (addr->node == ZCX_NODE_LOCAL)
+		return !addr->node_id && !addr->family && !addr->port &&
+		       !memchr_inv(addr->ip, 0, sizeof(addr->ip));
+	/* Barriers are on one node. */
+	return kind == ZCX_ADDR_ENDPOINT && addr->node == ZCX_NODE_INET &&
+	       (addr->family == AF_INET || addr->family == AF_INET6);
 }
 
 static void zcx_ep_release(struct kref *ref)
@@ -105,6 +112,25 @@ static int zcx_ep_rings_init(struct zcx_ep *ep)
 	return 0;
 }
 
+/* Where peers on other nodes reach the endpoint, if a backend listens. */
+static void zcx_ep_fill_inet(struct zcx_addr *addr)
+{
+	const struct zcx_backend_ops *ops = zcx_backend_get();
+
+	if (!ops)
+		return;
+	if (ops->fill_addr(addr)) {
+		addr->node = ZCX_NODE_INET;
+		addr->node_id = zcx_node_id;
+	} else {
+		/* Back to a local address, whatever the backend wrote. */
+		struct zcx_addr local = { .kind = addr->kind, .id = addr->id, .key = addr->key };
+
+		*addr = local;
+	}
+	zcx_backend_put(ops);
+}
+
 static void zcx_ep_fill(const struct zcx_ep *ep, struct zcx_ep_create *arg)
 {
 	struct zcx_ring_offsets *o = &arg->offsets;
@@ -130,6 +156,8 @@ static void zcx_ep_fill(const struct zcx_ep *ep, struct zcx_ep_create *arg)
 	arg->addr.kind = ZCX_ADDR_ENDPOINT;
 	arg->addr.id = ep->id;
 	arg->addr.key = ep->key;
+	if (ep->flags & ZCX_EP_NET)
+		zcx_ep_fill_inet(&arg->addr);
 }
 
 static int zcx_poller_start(struct zcx_ctx *ctx);
@@ -159,6 +187,7 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	mutex_init(&ep->match_mutex);
 	INIT_LIST_HEAD(&ep->posted);
 	INIT_LIST_HEAD(&ep->unexpected);
+	INIT_LIST_HEAD(&ep->accepted);
 	xa_init_flags(&ep->conns, XA_FLAGS_ALLOC);
 	ret = zcx_ep_rings_init(ep);
 	if (ret)
@@ -208,6 +237,7 @@ err_free:
  */
 static void zcx_ep_shutdown(struct zcx_ctx *ctx, struct zcx_ep *ep)
 {
+	struct zcx_accepted *acc, *tmp;
 	struct zcx_conn *conn;
 	unsigned long i;
 
@@ -218,6 +248,11 @@ static void zcx_ep_shutdown(struct zcx_ctx *ctx, struct zcx_ep *ep)
 
 	mutex_lock(&ep->match_mutex);
 	WRITE_ONCE(ep->dead, true);
+	/* Connections from other nodes: their backend closes them. */
+	list_for_each_entry_safe(acc, tmp, &ep->accepted, link) {
+		list_del_init(&acc->link);
+		acc->gone(acc);
+	}
 	mutex_unlock(&ep->match_mutex);
 	/* Dead: it posts and counts nothing more (zcx_cq_post()). */
 	spin_lock(&ep->cq_lock);
@@ -278,18 +313,74 @@ void zcx_eps_destroy(struct zcx_ctx *ctx)
 	wait_var_event(&ctx->busy, !atomic_read(&ctx->busy));
 }
 
-int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg)
+/* Add @conn to @ep's table: its number, or -errno.  Takes @conn. */
+static int zcx_ep_add_conn(struct zcx_ctx *ctx, struct zcx_ep *ep, struct zcx_conn *conn)
 {
-	struct zcx_ep *ep, *peer;
-	struct zcx_conn *conn;
 	u32 id;
 	int ret;
 
-	if (arg->flags || arg->pad || !zcx_addr_valid(&arg->addr, ZCX_ADDR_ENDPOINT))
+	mutex_lock(&ctx->ep_mutex);
+	ret = ep->dead ? -ENOENT :
+	      xa_alloc(&ep->conns, &id, conn, XA_LIMIT(0, ZCX_MAX_CONNECTIONS - 1),
+		       GFP_KERNEL_ACCOUNT);
+	/* Counted while ep_mutex holds off the shutdown that uncounts it. */
+	if (!ret && conn->peer)
+		zcx_conn_count(conn);
+	mutex_unlock(&ctx->ep_mutex);
+	if (ret) {
+		zcx_conn_put(conn);
+		return ret == -EBUSY ? -ENOSPC : ret;
+	}
+	return id;
+}
+
+/* A connection through the backend; sleeps until it is up. */
+static int zcx_ep_connect_remote(struct zcx_ctx *ctx, struct zcx_ep *ep,
+				 const struct zcx_addr *addr)
+{
+	struct zcx_conn *conn;
+	int ret;
+
+	conn = kzalloc(sizeof(*conn), GFP_KERNEL_ACCOUNT);
+	if (!conn)
+		return -ENOMEM;
+	kref_init(&conn->ref);
+	conn->ops = zcx_backend_get();
+	if (!conn->ops) {
+		kfree(conn);
+		return -ENETUNREACH;
+	}
+	ret = conn->ops->connect(conn, addr);
+	if (ret) {
+		zcx_backend_put(conn->ops);
+		kfree(conn);
+		return ret;
+	}
+	return zcx_ep_add_conn(ctx, ep, conn);
+}
+
+int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg)
+{
+	bool net = arg->flags & ZCX_CONNECT_NET;
+	struct zcx_ep *ep, *peer;
+	struct zcx_conn *conn;
+	int ret;
+
+	if (arg->flags & ~ZCX_CONNECT_FLAGS || arg->pad ||
+	    !zcx_addr_valid(&arg->addr, ZCX_ADDR_ENDPOINT) ||
+	    (net && arg->addr.node != ZCX_NODE_INET))
 		return -EINVAL;
 	ep = zcx_ep_get(ctx, arg->ep);
 	if (!ep)
 		return -ENOENT;
+	if (net || (arg->addr.node == ZCX_NODE_INET && arg->addr.node_id != zcx_node_id)) {
+		ret = zcx_ep_connect_remote(ctx, ep, &arg->addr);
+		zcx_ep_put(ep);
+		if (ret < 0)
+			return ret;
+		arg->peer = ret;
+		return 0;
+	}
 
 	rcu_read_lock();
 	peer = xa_load(&zcx_ep_table, arg->addr.id);
@@ -310,21 +401,12 @@ int zcx_ep_connect(struct zcx_ctx *ctx, struct zcx_ep_connect *arg)
 		goto out_put_peer;
 	kref_init(&conn->ref);
 	conn->peer = peer;
-	mutex_lock(&ctx->ep_mutex);
-	ret = ep->dead ? -ENOENT :
-	      xa_alloc(&ep->conns, &id, conn, XA_LIMIT(0, ZCX_MAX_CONNECTIONS - 1),
-		       GFP_KERNEL_ACCOUNT);
-	/* Counted while ep_mutex holds off the shutdown that uncounts it. */
-	if (!ret)
-		zcx_conn_count(conn);
-	mutex_unlock(&ctx->ep_mutex);
-	if (ret) {
-		kfree(conn);
-		ret = ret == -EBUSY ? -ENOSPC : ret;
-		goto out_put_peer;
-	}
-	arg->peer = id;
+	/* The connection holds the reference on @peer from here. */
+	ret = zcx_ep_add_conn(ctx, ep, conn);
 	zcx_ep_put(ep);
+	if (ret < 0)
+		return ret;
+	arg->peer = ret;
 	return 0;
 
 out_put_peer:
@@ -353,6 +435,56 @@ void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
 	if (conn)
 		zcx_conn_undo(conn);
 }
+
+/*
+ * A peer on another node connects to endpoint @id with @key: the endpoint
+ * (a reference), counted as a sender, or NULL.  Only the key is checked:
+ * users of other nodes are not ours to compare.
+ */
+struct zcx_ep *zcx_ep_accept(u64 id, u64 key, struct zcx_accepted *acc)
+{
+	struct zcx_ep *ep = NULL;
+	bool live;
+
+	if (id <= U32_MAX) {
+		rcu_read_lock();
+		ep = xa_load(&zcx_ep_table, id);
+		if (ep && !kref_get_unless_zero(&ep->ref))
+			ep = NULL;
+		rcu_read_unlock();
+	}
+	if (!ep)
+		return NULL;
+	/* Only endpoints that asked for it; the key decides in constant time. */
+	if (!(ep->flags & ZCX_EP_NET) || crypto_memneq(&ep->key, &key, sizeof(key))) {
+		zcx_ep_put(ep);
+		return NULL;
+	}
+	mutex_lock(&ep->match_mutex);
+	live = !ep->dead;
+	if (live) {
+		ep->senders++;
+		list_add_tail(&acc->link, &ep->accepted);
+	}
+	mutex_unlock(&ep->match_mutex);
+	if (!live) {
+		zcx_ep_put(ep);
+		return NULL;
+	}
+	return ep;
+}
+EXPORT_SYMBOL_GPL(zcx_ep_accept);
+
+/* The connection zcx_ep_accept() let in is gone. */
+void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc)
+{
+	mutex_lock(&ep->match_mutex);
+	list_del_init(&acc->link);
+	mutex_unlock(&ep->match_mutex);
+	zcx_ep_sender_gone(ep);
+	zcx_ep_put(ep);
+}
+EXPORT_SYMBOL_GPL(zcx_ep_unaccept);
 
 void zcx_xfer_stats_add(struct zcx_xfer_stats *sum, const struct zcx_xfer_stats *add)
 {
@@ -432,13 +564,17 @@ void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag)
 		zcx_region_busy_put(op->region);
 	if (op->conn)
 		zcx_conn_put(op->conn);
-	kfree(op->data);
+	if (op->rx)
+		zcx_backend_release_rx(op->rx);
+	else
+		kfree(op->data);
 	if (op->ep) {
 		zcx_cq_post(op->ep, op->opcode, op->user_data, res, len, tag);
 		zcx_ep_put(op->ep);
 	}
 	kfree(op);
 }
+EXPORT_SYMBOL_GPL(zcx_op_complete);
 
 /* Complete every operation on @list (linked by ->link) with @res. */
 void zcx_ops_complete(struct list_head *list, int res)

@@ -8,6 +8,7 @@
 #include <linux/log2.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/random.h>
 
 #include "zcx.h"
 #include "zcx_uapi.h"
@@ -153,6 +154,7 @@ static int __init zcx_init(void)
 	ret = zcx_check_params();
 	if (ret)
 		return ret;
+	zcx_node_id = get_random_u64();
 	ret = zcx_netlink_init();
 	if (ret)
 		return ret;

@@ -198,7 +198,12 @@ static void zcx_conn_release(struct kref *ref)
 {
 	struct zcx_conn *conn = container_of(ref, struct zcx_conn, ref);
 
-	zcx_ep_put(conn->peer);
+	if (conn->ops) {
+		conn->ops->close(conn);
+		zcx_backend_put(conn->ops);
+	} else {
+		zcx_ep_put(conn->peer);
+	}
 	kfree(conn);
 }
 
@@ -267,6 +272,75 @@ static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, bool receiver_c
 	zcx_op_complete(recv, ret, ret && ret != -EMSGSIZE ? 0 : n, tag);
 }
 
+/* A small send's payload into a kernel buffer (op->data); 0 or -errno. */
+static int zcx_op_copy_in(struct zcx_op *op)
+{
+	if (!op->len)
+		return 0;
+	op->data = kmalloc(op->len, GFP_KERNEL_ACCOUNT);
+	if (!op->data)
+		return -ENOMEM;
+	if (copy_from_user(op->data, u64_to_user_ptr(op->addr), op->len))
+		return -EFAULT;
+	return 0;
+}
+
+/*
+ * To a peer on another node: the payload goes to the backend in a kernel
+ * buffer (it sends inline only, for now), which completes the send.
+ */
+static void zcx_op_send_remote(struct zcx_op *op, struct zcx_conn *conn)
+{
+	int ret = -EOPNOTSUPP;
+
+	if (op->len > conn->ops->max_inline)
+		goto fail;
+	ret = zcx_op_copy_in(op);
+	if (ret)
+		goto fail;
+	conn->ops->send(conn, op);
+	return;
+fail:
+	zcx_op_complete(op, ret, 0, 0);
+}
+
+/*
+ * A message a backend received for @ep: @len bytes at @data, in its
+ * buffer @rx, which the message holds until it is consumed (and the
+ * backend gets it back through release_rx).  It goes to the first
+ * matching posted receive, or waits with the unexpected ones.  0, or
+ * -ECONNRESET if @ep is gone or -ENOMEM (the backend keeps @rx).
+ */
+int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u32 len, void *rx)
+{
+	struct zcx_op *msg, *recv;
+
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	msg->len = len;
+	msg->tag = tag;
+	msg->data = data;
+	msg->rx = rx;
+	mutex_lock(&ep->match_mutex);
+	if (ep->dead) {
+		mutex_unlock(&ep->match_mutex);
+		kfree(msg);
+		return -ECONNRESET;
+	}
+	recv = zcx_take_posted(ep, tag);
+	if (!recv) {
+		list_add_tail(&msg->link, &ep->unexpected);
+		mutex_unlock(&ep->match_mutex);
+		return 0;
+	}
+	mutex_unlock(&ep->match_mutex);
+	/* A posted receive is pinned: its pages take the copy from here. */
+	zcx_deliver(recv, msg, true);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(zcx_ep_deliver);
+
 /*
  * Nothing that can fault on the caller's own memory runs under a peer's
  * lock or while it holds a peer's pages busy (a stalled fault, say on a
@@ -280,15 +354,16 @@ void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 	struct zcx_op *recv, *msg;
 	int ret;
 
-	if (small && op->len) {
-		ret = -ENOMEM;
-		op->data = kmalloc(op->len, GFP_KERNEL_ACCOUNT);
-		if (!op->data)
+	if (conn->ops) {
+		zcx_op_send_remote(op, conn);
+		return;
+	}
+
+	if (small) {
+		ret = zcx_op_copy_in(op);
+		if (ret)
 			goto fail;
-		ret = -EFAULT;
-		if (copy_from_user(op->data, u64_to_user_ptr(op->addr), op->len))
-			goto fail;
-	} else if (!small) {
+	} else {
 		ret = zcx_op_pin(op, ZCX_ACCESS_READ, handle);
 		if (ret)
 			goto fail;
@@ -389,15 +464,23 @@ static void zcx_sender_gone_locked(struct zcx_ep *peer, struct list_head *done)
 		list_splice_tail_init(&peer->posted, done);
 }
 
-/* A connection made for a caller that cannot learn of it goes again. */
-void zcx_conn_undo(struct zcx_conn *conn)
+/* One sender of @ep less: its posted receives fail if it was the last. */
+void zcx_ep_sender_gone(struct zcx_ep *ep)
 {
 	LIST_HEAD(done);
 
-	mutex_lock(&conn->peer->match_mutex);
-	zcx_sender_gone_locked(conn->peer, &done);
-	mutex_unlock(&conn->peer->match_mutex);
+	mutex_lock(&ep->match_mutex);
+	zcx_sender_gone_locked(ep, &done);
+	mutex_unlock(&ep->match_mutex);
 	zcx_ops_complete(&done, -ECONNRESET);
+}
+
+/* A connection made for a caller that cannot learn of it goes again. */
+void zcx_conn_undo(struct zcx_conn *conn)
+{
+	/* A remote peer learns of it from the backend. */
+	if (conn->peer)
+		zcx_ep_sender_gone(conn->peer);
 	zcx_conn_put(conn);
 }
 
@@ -421,6 +504,9 @@ void zcx_ep_cancel(struct zcx_ep *ep)
 	LIST_HEAD(done);
 
 	xa_for_each(&ep->conns, i, conn) {
+		/* Sends to other nodes are the backend's: they fail with it. */
+		if (!conn->peer)
+			continue;
 		mutex_lock(&conn->peer->match_mutex);
 		list_for_each_entry_safe(op, tmp, &conn->peer->unexpected, link)
 			if (op->ep == ep)
@@ -590,10 +676,15 @@ void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 r
 {
 	bool put = op->opcode == ZCX_OP_PUT;
 	struct zcx_ep *peer = conn->peer;
-	struct zcx_ctx *tctx = peer->ctx;
 	struct zcx_span remote = {};
+	struct zcx_ctx *tctx;
 	int ret;
 
+	/* Not through a backend yet. */
+	ret = -EOPNOTSUPP;
+	if (!peer)
+		goto out;
+	tctx = peer->ctx;
 	ret = zcx_op_pin(op, put ? ZCX_ACCESS_READ : ZCX_ACCESS_WRITE, handle);
 	if (ret)
 		goto out;

@@ -26,8 +26,9 @@
  *				nothing that sleeps, allocates, faults or takes
  *				mmap_lock ever runs under it.
  *
- * zcx_backend_mutex (backend.h) is a leaf of its own: the backends' device
- * list, taken with no other zcx lock held and holding none.
+ * zcx_backend_mutex (backend.c) is a leaf: the backend and its devices'
+ * list; taken alone or under ep_mutex (an endpoint's address), it holds no
+ * other lock.
  *
  * Copies between processes run under no lock at all: the pages they touch
  * are held "busy" (see struct zcx_region) and the copy stops early when
@@ -293,6 +294,8 @@ struct zcx_barrier;
  *		@match_mutex; read locklessly to cut copies short).
  * @posted:	receives waiting for a message (struct zcx_op).
  * @unexpected:	messages waiting for a receive (struct zcx_op).
+ * @accepted:	connections from other nodes (struct zcx_accepted), under
+ *		@match_mutex.
  * @senders:	connections to it from live endpoints (under @match_mutex):
  *		when the last goes, posted receives fail.
  * @conns:	connections by number (struct zcx_conn).
@@ -329,6 +332,7 @@ struct zcx_ep {
 	bool dead;
 	struct list_head posted;
 	struct list_head unexpected;
+	struct list_head accepted;
 	unsigned int senders;
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
@@ -341,11 +345,16 @@ struct zcx_ep {
  * @peer:	the peer (a reference).
  * @eager:	eager messages queued unreceived at @peer (under
  *		peer->match_mutex), at most zcx_eager_credits.
+ * @ops:	for a peer on another node (@peer is NULL): the backend that
+ *		carries the connection (a reference on its module) ...
+ * @remote:	... and its state.
  */
 struct zcx_conn {
 	struct kref ref;
 	struct zcx_ep *peer;
 	unsigned int eager;
+	const struct zcx_backend_ops *ops;
+	void *remote;
 };
 
 /**
@@ -362,6 +371,8 @@ struct zcx_conn {
  * @region:	busy reference on the pinned pages of the buffer, or NULL.
  * @data:	an eager message's bytes (kmalloc), or NULL.
  * @conn:	an eager message's connection (a reference), for its credit.
+ * @rx:		a message received by a backend: the buffer @data is in, to
+ *		give back (instead of freeing @data).
  */
 struct zcx_op {
 	struct list_head link;
@@ -375,6 +386,7 @@ struct zcx_op {
 	struct zcx_region *region;
 	void *data;
 	struct zcx_conn *conn;
+	void *rx;
 };
 
 /* endpoint.c */
@@ -396,6 +408,7 @@ void zcx_xfer_stats_add(struct zcx_xfer_stats *sum, const struct zcx_xfer_stats 
 
 /* xfer.c */
 void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle);
+void zcx_ep_sender_gone(struct zcx_ep *ep);
 void zcx_op_recv(struct zcx_op *op, u64 handle);
 void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 rkey,
 		u64 handle);
@@ -424,6 +437,10 @@ extern struct mutex zcx_ctx_list_mutex;
 /* backend.c: the devices backends (zcx_ib.ko) drive, in order of id. */
 extern struct list_head zcx_backend_devs;
 extern struct mutex zcx_backend_mutex;
+extern u64 zcx_node_id;
+const struct zcx_backend_ops *zcx_backend_get(void);
+void zcx_backend_put(const struct zcx_backend_ops *ops);
+void zcx_backend_release_rx(void *rx);
 struct zcx_ctx *zcx_ctx_create(void);
 void zcx_ctx_destroy(struct zcx_ctx *ctx);
 int zcx_ctx_check_caller(const struct zcx_ctx *ctx);

@@ -182,7 +182,13 @@ ZCX_EXPORT void zcx_ep_addr(const struct zcx_ep *ep, struct zcx_addr *addr)
 
 ZCX_EXPORT int zcx_ep_connect(struct zcx_ep *ep, const struct zcx_addr *addr, uint32_t *peer)
 {
-	struct zcx_ep_connect arg = { .ep = ep->idx, .addr = *addr };
+	return zcx_ep_connect_flags(ep, addr, 0, peer);
+}
+
+ZCX_EXPORT int zcx_ep_connect_flags(struct zcx_ep *ep, const struct zcx_addr *addr,
+				    unsigned int flags, uint32_t *peer)
+{
+	struct zcx_ep_connect arg = { .ep = ep->idx, .flags = flags, .addr = *addr };
 	int ret;
 
 	ret = zcx_check_owner(ep->zcx);

@@ -191,8 +191,8 @@ struct zcx_req {
 };
 
 /*
- * Create an endpoint.  @flags: ZCX_EP_POLL, ZCX_EP_ANY_USER.  @depth: SQ
- * entries, 0 for the module's default.  Errors: those of
+ * Create an endpoint.  @flags: ZCX_EP_POLL, ZCX_EP_ANY_USER, ZCX_EP_NET.
+ * @depth: SQ entries, 0 for the module's default.  Errors: those of
  * ZCX_IOC_EP_CREATE, -EIO after fork().
  */
 int zcx_ep_create(struct zcx *zcx, unsigned int flags, unsigned int depth,
@@ -208,8 +208,15 @@ void zcx_ep_destroy(struct zcx_ep *ep);
 /* The endpoint's address, for peers. */
 void zcx_ep_addr(const struct zcx_ep *ep, struct zcx_addr *addr);
 
-/* Connect to a peer's address; *peer is the connection number. */
+/*
+ * Connect to a peer's address; *peer is the connection number.  A peer on
+ * another node is reached through the RDMA backend (zcx_ib.ko), the call
+ * sleeping until the connection is up; zcx_ep_connect_flags() with
+ * ZCX_CONNECT_NET goes through it even for a peer on this node.
+ */
 int zcx_ep_connect(struct zcx_ep *ep, const struct zcx_addr *addr, uint32_t *peer);
+int zcx_ep_connect_flags(struct zcx_ep *ep, const struct zcx_addr *addr, unsigned int flags,
+			 uint32_t *peer);
 
 /*
  * Tagged messages.  A receive takes the oldest message (in order per

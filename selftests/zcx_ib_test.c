@@ -4,19 +4,25 @@
  * (which never needs ib_core), holds zcx.ko while loaded, lists the RDMA
  * devices with fast registration (ZCX_CMD_GET_DEVICES) and follows them as
  * Soft-RoCE devices are added, renamed and removed, with no hang and
- * nothing left behind.
+ * nothing left behind.  The "net" tests connect two processes through it:
+ * a Soft-RoCE device on a veth with an address, zcx_ib listening there,
+ * ZCX_CONNECT_NET so that the queue pairs are used though both processes
+ * are on this node.
  *
  * Needs root, iproute2's "ip" and "rdma", veth and rdma_rxe (modules or
  * built in); zcxctl's output is checked too when $ZCXCTL names it.  Every
  * test leaves zcx_ib unloaded, as it found it.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 
 #include "kselftest_harness.h"
 #include "zcx_module.h"
 #include "zcx_nl.h"
 #include "zcx_test.h"
+#include "zcx_xfer.h"
 
 /* The devices these tests add, on a veth pair of their own. */
 #define VETH		"zcxibv0"
@@ -91,12 +97,19 @@ static bool rdma_device_gone(const char *name)
 	return !rdma_device_exists(name);
 }
 
-/* The backend's modules: ib_core is a module on Debian's kernels. */
-static int load_backend(void)
+/* The backend's modules: ib_core and rdma_cm are modules on Debian's kernels. */
+static int load_backend_with(const char *params)
 {
 	if (!zcx_module_loaded("ib_core"))
 		run("modprobe ib_core");
-	return zcx_module_load("zcx_ib", "");
+	if (!zcx_module_loaded("rdma_cm"))
+		run("modprobe rdma_cm");
+	return zcx_module_load("zcx_ib", params);
+}
+
+static int load_backend(void)
+{
+	return load_backend_with("");
 }
 
 static bool netdev_exists(const char *name)
@@ -279,6 +292,345 @@ TEST_F_TIMEOUT(ib, unloads_with_a_device_present, 300)
 		EXPECT_EQ(0, run("%s devices | grep -q 'no RDMA devices'", zcxctl));
 	/* And the device still works without it: delete it normally. */
 	EXPECT_EQ(0, run("rdma link delete " RXE));
+	EXPECT_FALSE(rdma_device_exists(RXE));
+}
+
+
+/* --- between two processes through the backend ---------------------------- */
+
+#define NET_IP		"10.77.0.1"
+#define NET_PORT	7471
+
+/* zcx_ib's references: connections hold it until their teardown ran. */
+static bool backend_idle(void)
+{
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		if (zcx_test_read_number("/sys/module/zcx_ib/refcnt") == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+FIXTURE(net) {
+	int unused;
+};
+
+FIXTURE_SETUP(net)
+{
+	char path[4096];
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root to load modules and add devices");
+	if (!zcx_module_path("zcx_ib", path, sizeof(path)))
+		SKIP(return, "no zcx_ib module file (kernel without ib_core?)");
+	if (zcx_module_loaded("zcx_ib"))
+		ASSERT_EQ(0, zcx_module_unload("zcx_ib"));
+	remove_test_devices();
+	ASSERT_EQ(0, run("ip link add " VETH " type veth peer name " VETH_PEER));
+	ASSERT_EQ(0, run("ip addr add " NET_IP "/24 dev " VETH));
+	ASSERT_EQ(0, run("ip link set " VETH " up && ip link set " VETH_PEER " up"));
+	ASSERT_EQ(0, run("rdma link add " RXE " type rxe netdev " VETH));
+	ASSERT_EQ(0, load_backend_with("listen=" NET_IP));
+	xconnect_flags = ZCX_CONNECT_NET;
+}
+
+FIXTURE_TEARDOWN(net)
+{
+	if (geteuid() != 0)
+		return;
+	/* Every connection torn down: nothing holds the backend. */
+	if (zcx_module_loaded("zcx_ib")) {
+		EXPECT_TRUE(backend_idle());
+		EXPECT_EQ(0, zcx_module_unload("zcx_ib"));
+	}
+	remove_test_devices();
+}
+
+TEST_F_TIMEOUT(net, addresses_carry_the_listener, 300)
+{
+	struct zcx_addr addr, again;
+	struct in_addr ip;
+	struct zcx_ep *ep;
+	struct zcx *zcx;
+
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_NET, 0, &ep));
+	zcx_ep_addr(ep, &addr);
+	EXPECT_EQ(ZCX_NODE_INET, addr.node);
+	EXPECT_EQ(AF_INET, addr.family);
+	EXPECT_EQ(htons(NET_PORT), addr.port);
+	ASSERT_EQ(1, inet_pton(AF_INET, NET_IP, &ip));
+	EXPECT_EQ(0, memcmp(addr.ip, &ip, sizeof(ip)));
+	EXPECT_NE(0, addr.node_id);
+	EXPECT_EQ(0, addr.reserved1);
+	EXPECT_EQ(0, addr.reserved2);
+	zcx_ep_destroy(ep);
+	/* Same node, same instance: another endpoint has the same node id. */
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_NET, 0, &ep));
+	zcx_ep_addr(ep, &again);
+	EXPECT_EQ(addr.node_id, again.node_id);
+	zcx_ep_destroy(ep);
+	zcx_close(zcx);
+}
+
+/* Up to the inline limit: a page less the 16-byte header. */
+static const size_t net_sizes[] = { 0, 1, 7, 4079, 4080 };
+#define NET_ROUNDS	3
+#define NET_MSGS	(NET_ROUNDS * (int)(sizeof(net_sizes) / sizeof(net_sizes[0])))
+
+/* Sender: every size, NET_ROUNDS times, tag = its number, patterned. */
+static int net_send_all(struct xside *s, void *arg)
+{
+	unsigned char buf[4096];
+	int i, ret;
+
+	(void)arg;
+	for (i = 0; i < NET_MSGS; i++) {
+		size_t len = net_sizes[i % (sizeof(net_sizes) / sizeof(net_sizes[0]))];
+
+		xpat_fill(buf, len, 1000 + i);
+		ret = zcx_send(s->ep, s->peer, buf, len, (uint64_t)i);
+		if (ret) {
+			fprintf(stderr, "# send %d (%zu bytes): %s\n", i, len, zcx_strerror(ret));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Receiver: the messages in reverse order of tags (so most wait as
+ * unexpected, holding receive buffers), every byte checked.
+ */
+static int net_recv_all(struct xside *s, void *arg)
+{
+	unsigned char buf[4096];
+	int i;
+
+	(void)arg;
+	for (i = NET_MSGS - 1; i >= 0; i--) {
+		size_t len = net_sizes[i % (sizeof(net_sizes) / sizeof(net_sizes[0]))];
+		ssize_t got = zcx_recv(s->ep, buf, sizeof(buf), (uint64_t)i, UINT64_MAX, NULL);
+
+		if (got != (ssize_t)len || xpat_check(buf, len, 1000 + i) >= 0) {
+			fprintf(stderr, "# message %d: %zd bytes, want %zu, or wrong bytes\n", i,
+				got, len);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Packets the Soft-RoCE device sent: proof the messages took the network. */
+static long long rxe_sent_packets(void)
+{
+	return zcx_test_read_number("/sys/class/infiniband/" RXE "/ports/1/hw_counters/sent_pkts");
+}
+
+TEST_F_TIMEOUT(net, messages_cross_the_network, 300)
+{
+	long long before = rxe_sent_packets();
+
+	ASSERT_LE(0, before);
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_send_all, net_recv_all, NULL));
+	EXPECT_LE(before + NET_MSGS, rxe_sent_packets());
+}
+
+/* A receive posted before the message comes: the message goes straight in. */
+static int net_send_after_go(struct xside *s, void *arg)
+{
+	unsigned char buf[100];
+
+	(void)arg;
+	if (xexpect_u64(s, 1))
+		return 1;
+	xpat_fill(buf, sizeof(buf), 7);
+	return zcx_send(s->ep, s->peer, buf, sizeof(buf), 42) ? 1 : 0;
+}
+
+static int net_post_then_go(struct xside *s, void *arg)
+{
+	struct zcx_req req = xreq(NULL);
+	unsigned char buf[100];
+
+	(void)arg;
+	if (zcx_irecv(s->ep, buf, sizeof(buf), 42, UINT64_MAX, &req) || zcx_ep_flush(s->ep) ||
+	    xsend_u64(s, 1))
+		return 1;
+	if (xwait_bounded(s->ep, &req, 60000) || req.len != sizeof(buf) || req.tag != 42 ||
+	    xpat_check(buf, sizeof(buf), 7) >= 0)
+		return 1;
+	return 0;
+}
+
+TEST_F_TIMEOUT(net, posted_receive_takes_the_message, 300)
+{
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_send_after_go, net_post_then_go, NULL));
+}
+
+/* More messages than the receiver has buffers: the sender waits, none is lost. */
+#define FLOOD	(3 * 64 + 5)
+
+static int net_flood(struct xside *s, void *arg)
+{
+	struct zcx_req *reqs = calloc(FLOOD, sizeof(*reqs));
+	uint64_t v[FLOOD];
+	int i, ret = 0;
+
+	(void)arg;
+	if (!reqs)
+		return 1;
+	for (i = 0; i < FLOOD; i++) {
+		v[i] = 5000 + i;
+		if (zcx_isend(s->ep, s->peer, &v[i], sizeof(v[i]), 9, &reqs[i]))
+			ret = 1;
+	}
+	if (xsend_u64(s, 1))
+		ret = 1;
+	for (i = 0; i < FLOOD && !ret; i++)
+		if (xwait_bounded(s->ep, &reqs[i], 60000))
+			ret = 1;
+	free(reqs);
+	return ret;
+}
+
+static int net_drain_in_order(struct xside *s, void *arg)
+{
+	uint64_t v;
+	int i;
+
+	(void)arg;
+	if (xexpect_u64(s, 1))
+		return 1;
+	for (i = 0; i < FLOOD; i++) {
+		if (zcx_recv(s->ep, &v, sizeof(v), 9, UINT64_MAX, NULL) != sizeof(v) ||
+		    v != (uint64_t)(5000 + i)) {
+			fprintf(stderr, "# message %d: %llu\n", i, (unsigned long long)v);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(net, slow_receiver_loses_nothing, 300)
+{
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_flood, net_drain_in_order, NULL));
+}
+
+TEST_F_TIMEOUT(net, refused_and_unsupported, 300)
+{
+	unsigned char big[4081] = { 0 };
+	struct zcx_addr addr, bad, forged;
+	struct zcx_ep *ep, *to, *ep2;
+	struct zcx *zcx;
+	uint32_t peer;
+
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &ep));
+	/* Without ZCX_EP_NET: a local address, and no way in by the network. */
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &to));
+	zcx_ep_addr(to, &addr);
+	EXPECT_EQ(ZCX_NODE_LOCAL, addr.node);
+	EXPECT_EQ(-EINVAL, zcx_ep_connect_flags(ep, &addr, ZCX_CONNECT_NET, &peer));
+	zcx_ep_destroy(to);
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_NET, 0, &to));
+	zcx_ep_addr(to, &addr);
+	/* An address forged to look remote, of an endpoint that is not ZCX_EP_NET. */
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &ep2));
+	zcx_ep_addr(ep2, &forged);
+	forged.node = ZCX_NODE_INET;
+	memcpy(&forged.node_id, &addr.node_id, sizeof(addr) - offsetof(struct zcx_addr, node_id));
+	EXPECT_EQ(-ECONNREFUSED, zcx_ep_connect_flags(ep, &forged, ZCX_CONNECT_NET, &peer));
+	zcx_ep_destroy(ep2);
+
+	bad = addr;
+	bad.key ^= 1;
+	EXPECT_EQ(-ECONNREFUSED, zcx_ep_connect_flags(ep, &bad, ZCX_CONNECT_NET, &peer));
+	bad = addr;
+	bad.id ^= 0x8000;
+	EXPECT_EQ(-ECONNREFUSED, zcx_ep_connect_flags(ep, &bad, ZCX_CONNECT_NET, &peer));
+	bad = addr;
+	bad.port = htons(NET_PORT + 1);
+	EXPECT_EQ(-ECONNREFUSED, zcx_ep_connect_flags(ep, &bad, ZCX_CONNECT_NET, &peer));
+	bad = addr;
+	bad.family = 7;
+	EXPECT_EQ(-EINVAL, zcx_ep_connect_flags(ep, &bad, ZCX_CONNECT_NET, &peer));
+
+	/* Beyond the inline limit, and put/get: not through the backend yet. */
+	ASSERT_EQ(0, zcx_ep_connect_flags(ep, &addr, ZCX_CONNECT_NET, &peer));
+	EXPECT_EQ(-EOPNOTSUPP, zcx_send(ep, peer, big, sizeof(big), 1));
+	EXPECT_EQ(-EOPNOTSUPP, zcx_put(ep, peer, big, 8, 0, 1));
+	zcx_ep_destroy(to);
+	zcx_ep_destroy(ep);
+	zcx_close(zcx);
+}
+
+/* The receiver goes: the sender's connection fails, nothing hangs. */
+static int net_send_until_error(struct xside *s, void *arg)
+{
+	uint64_t v = 1;
+	int i, ret;
+
+	(void)arg;
+	/* Both connected: the child may go (not before we reached it). */
+	if (xsend_u64(s, 1) || xexpect_u64(s, 1))
+		return 1;
+	/* The child exits now; sends fail once the teardown reached us. */
+	for (i = 0; i < 100000; i++) {
+		ret = zcx_send(s->ep, s->peer, &v, sizeof(v), 1);
+		if (ret)
+			return ret == -ECONNRESET ? 0 : 1;
+	}
+	fprintf(stderr, "# sends kept working after the receiver exited\n");
+	return 1;
+}
+
+static int net_leave(struct xside *s, void *arg)
+{
+	(void)arg;
+	return xexpect_u64(s, 1) || xsend_u64(s, 1) ? 1 : 0;
+}
+
+TEST_F_TIMEOUT(net, receiver_exit_fails_the_sender, 300)
+{
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_send_until_error, net_leave, NULL));
+}
+
+
+/* The device goes while connected: sends fail, nothing hangs or leaks. */
+static int net_send_after_removal(struct xside *s, void *arg)
+{
+	uint64_t v = 1;
+	int ret;
+
+	(void)arg;
+	if (zcx_send(s->ep, s->peer, &v, sizeof(v), 1))
+		return 1;
+	/* Returns once zcx_ib let go of everything on it. */
+	if (run("rdma link delete " RXE))
+		return 1;
+	ret = zcx_send(s->ep, s->peer, &v, sizeof(v), 1);
+	if (xsend_u64(s, 1))
+		return 1;
+	return ret == -ECONNRESET ? 0 : 1;
+}
+
+static int net_wait_for_removal(struct xside *s, void *arg)
+{
+	uint64_t v;
+
+	(void)arg;
+	if (zcx_recv(s->ep, &v, sizeof(v), 1, UINT64_MAX, NULL) != sizeof(v))
+		return 1;
+	return xexpect_u64(s, 1) ? 1 : 0;
+}
+
+TEST_F_TIMEOUT(net, device_removal_fails_the_connection, 300)
+{
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_send_after_removal, net_wait_for_removal, NULL));
 	EXPECT_FALSE(rdma_device_exists(RXE));
 }
 

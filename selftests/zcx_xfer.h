@@ -216,6 +216,9 @@ struct xside {
 	bool child;
 };
 
+/* ZCX_CONNECT_* for the pairs set up from here (the RDMA tests: _NET). */
+static unsigned int xconnect_flags;
+
 /* Tell the other side a number / wait for one from it: 0 or -1. */
 static inline int xsend_u64(struct xside *s, uint64_t v)
 {
@@ -264,7 +267,7 @@ static inline int xside_init(struct xside *s, unsigned int flags, unsigned int d
 	zcx_ep_addr(s->ep, &mine);
 	if (xwrite(s->wr, &mine, sizeof(mine)) || xread(s->rd, &s->peer_addr, sizeof(s->peer_addr)))
 		return -EPIPE;
-	return zcx_ep_connect(s->ep, &s->peer_addr, &s->peer);
+	return zcx_ep_connect_flags(s->ep, &s->peer_addr, xconnect_flags, &s->peer);
 }
 
 static inline void xside_fini(struct xside *s)

@@ -394,16 +394,29 @@ struct zcx_event {
 #define ZCX_ADDR_ENDPOINT	1
 #define ZCX_ADDR_BARRIER	2
 
+/* zcx_addr.node */
+#define ZCX_NODE_LOCAL		0	/* reachable on this node only */
+#define ZCX_NODE_INET		1	/* also through the network: see below */
+
 /**
  * struct zcx_addr - address of an endpoint or a barrier, to be passed to
  *		peers out of band (a file, a socket, PMIx, ...).  Treat it as
  *		opaque bytes; its size is fixed.
  * @kind:	ZCX_ADDR_*.
  * @reserved0:	zero.
- * @node:	0: this node.
+ * @node:	ZCX_NODE_LOCAL, or ZCX_NODE_INET for a ZCX_EP_NET endpoint
+ *		made while the RDMA backend (zcx_ib.ko) listens: the fields
+ *		below say where, and peers on other nodes may connect.
  * @id:		the object's number on its node.
  * @key:	random 64-bit secret: whoever knows it may connect (or join).
- * @reserved:	zero.
+ * @node_id:	ZCX_NODE_INET: the node's zcx instance (random, per load of
+ *		zcx.ko): a peer with the same one is on this node and
+ *		connects without the network; else zero.
+ * @family:	ZCX_NODE_INET: AF_INET or AF_INET6; else zero.
+ * @port:	ZCX_NODE_INET: the backend's port, network byte order.
+ * @reserved1:	zero.
+ * @ip:		ZCX_NODE_INET: the node's address (IPv4: the first 4 bytes).
+ * @reserved2:	zero.
  */
 struct zcx_addr {
 	__u16 kind;
@@ -411,7 +424,12 @@ struct zcx_addr {
 	__u32 node;
 	__u64 id;
 	__u64 key;
-	__u64 reserved[5];
+	__u64 node_id;
+	__u16 family;
+	__be16 port;
+	__u32 reserved1;
+	__u8 ip[16];
+	__u64 reserved2;
 };
 
 /**
@@ -451,11 +469,15 @@ struct zcx_ring_offsets {
 /*
  * Endpoint flags (zcx_ep_create.flags): ZCX_EP_POLL, a kernel thread of
  * the context takes submissions; ZCX_EP_ANY_USER, other users may connect
- * with the key (by default only the same effective uid may).
+ * with the key (by default only the same effective uid may); ZCX_EP_NET,
+ * peers may also connect through the network (the RDMA backend), where
+ * the key is the only check: the address is ZCX_NODE_INET if the backend
+ * listens.
  */
 #define ZCX_EP_POLL		(1U << 0)
 #define ZCX_EP_ANY_USER		(1U << 1)
-#define ZCX_EP_FLAGS		(ZCX_EP_POLL | ZCX_EP_ANY_USER)
+#define ZCX_EP_NET		(1U << 2)
+#define ZCX_EP_FLAGS		(ZCX_EP_POLL | ZCX_EP_ANY_USER | ZCX_EP_NET)
 
 /**
  * struct zcx_ep_create - ZCX_IOC_EP_CREATE: a new endpoint.
@@ -507,7 +529,7 @@ struct zcx_ep_destroy {
  * struct zcx_ep_connect - ZCX_IOC_EP_CONNECT: a connection from an
  *		endpoint to a peer endpoint, for sends, puts and gets.
  * @ep:		in: the local endpoint.
- * @flags:	in: must be zero.
+ * @flags:	in: ZCX_CONNECT_*.
  * @addr:	in: the peer's address.
  * @peer:	out: the connection's number (zcx_sqe.peer).
  * @pad:	zero.
@@ -517,7 +539,21 @@ struct zcx_ep_destroy {
  * ECONNREFUSED (no such endpoint on this node, or wrong key), EACCES
  * (the peer belongs to another user and did not set ZCX_EP_ANY_USER),
  * ENOSPC (ZCX_MAX_CONNECTIONS), ENOENT (no local endpoint @ep), EINVAL.
+ *
+ * A ZCX_NODE_INET address of another node (or any, with ZCX_CONNECT_NET)
+ * connects through the RDMA backend: an RC queue pair set up with the
+ * kernel's rdma_cm, the call sleeping until it is up.  The peer must have
+ * been created with ZCX_EP_NET, and the key is then the only check (uids
+ * mean nothing across nodes).  More errors: ENETUNREACH (no backend
+ * loaded), EHOSTUNREACH (no route to the address), ETIMEDOUT, EINTR (a
+ * fatal signal came first).  Over the network, sends up to the inline
+ * limit (a page less 16 bytes: 4080 on x86-64) work today; larger sends
+ * and put/get complete with EOPNOTSUPP.
  */
+/* zcx_ep_connect.flags */
+#define ZCX_CONNECT_NET		(1U << 0)	/* through the network, even on this node */
+#define ZCX_CONNECT_FLAGS	ZCX_CONNECT_NET
+
 struct zcx_ep_connect {
 	__u32 ep;
 	__u32 flags;

@@ -3,7 +3,8 @@
  * zcx_ib.ko - zcx's RDMA backend: an ib_client that learns the RDMA
  * devices as they come and go and announces to zcx.ko those it can drive,
  * i.e. those with fast registration (FRWR), which is how it will register
- * cached regions.
+ * cached regions; and, with a listening address, the connections of zcx
+ * endpoints between nodes (conn.c).
  *
  * A separate module so that zcx.ko loads on nodes without ib_core.
  *
@@ -14,11 +15,21 @@
  * when the client unregisters.  Nothing zcx_ib allocated on a device may
  * outlive zcx_ib_remove().
  */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
 #include <linux/module.h>
 #include <linux/slab.h>
 #include <rdma/ib_verbs.h>
 
-#include "backend.h"
+#include "zcx_ib.h"
+
+static char *zcx_ib_listen_addr;
+module_param_named(listen, zcx_ib_listen_addr, charp, 0444);
+MODULE_PARM_DESC(listen, "This node's IP address for peers on other nodes (default: none, no connections between nodes)");
+
+static ushort zcx_ib_port = 7471;
+module_param_named(port, zcx_ib_port, ushort, 0444);
+MODULE_PARM_DESC(port, "rdma_cm port the node listens on (default 7471)");
 
 static_assert(IB_DEVICE_NAME_MAX <= ZCX_BACKEND_NAME_MAX);
 
@@ -53,6 +64,8 @@ static void zcx_ib_remove(struct ib_device *ibdev, void *client_data)
 {
 	struct zcx_ib_dev *dev = client_data;
 
+	/* Nothing of ours may be left on the device when this returns. */
+	zcx_ib_device_gone(ibdev);
 	zcx_backend_dev_del(&dev->zdev);
 	kfree(dev);
 }
@@ -73,13 +86,44 @@ static struct ib_client zcx_ib_client = {
 
 static int __init zcx_ib_init(void)
 {
-	return ib_register_client(&zcx_ib_client);
+	int ret;
+
+	ret = zcx_ib_conn_init();
+	if (ret)
+		return ret;
+	ret = ib_register_client(&zcx_ib_client);
+	if (ret)
+		goto fail_conn;
+	/* Before listening: a message received is given back through the ops. */
+	ret = zcx_backend_register(&zcx_ib_ops);
+	if (ret)
+		goto fail_client;
+	ret = zcx_ib_listen_init(zcx_ib_listen_addr, zcx_ib_port);
+	if (ret) {
+		pr_err("cannot listen on %s port %u: %d\n", zcx_ib_listen_addr, zcx_ib_port, ret);
+		goto fail_backend;
+	}
+	return 0;
+
+fail_backend:
+	zcx_backend_unregister(&zcx_ib_ops);
+fail_client:
+	ib_unregister_client(&zcx_ib_client);
+fail_conn:
+	zcx_ib_conn_exit();
+	return ret;
 }
 
-/* Calls zcx_ib_remove() for every device still known, then returns. */
+/*
+ * Only once no connection is left (each holds the module): stop listening,
+ * stop offering connections, let go of the devices.
+ */
 static void __exit zcx_ib_exit(void)
 {
+	zcx_ib_listen_exit();
+	zcx_backend_unregister(&zcx_ib_ops);
 	ib_unregister_client(&zcx_ib_client);
+	zcx_ib_conn_exit();
 }
 
 module_init(zcx_ib_init);

@@ -180,7 +180,11 @@ void board_get_addr(struct thr *t, struct zcx_addr *a, __u16 kind)
 		case 1: a->id += below(t, 3) - 1; break;
 		case 2: a->kind = (__u16)below(t, 4); break;
 		case 3: a->node = (__u32)pick_u64(t); break;
-		case 4: a->reserved0 = (__u16)rnd(t); a->reserved[below(t, 5)] = rnd(t); break;
+		case 4:
+			/* A reserved field, or the network part of the address. */
+			a->reserved0 = (__u16)rnd(t);
+			((unsigned char *)&a->node_id)[below(t, sizeof(*a) - 24)] = (unsigned char)rnd(t);
+			break;
 		default: a->id = pick_u64(t); a->key = rnd(t); break;
 		}
 	}
