@@ -216,16 +216,20 @@ static void zcx_ib_tx_done(struct ib_cq *cq, struct ib_wc *wc);
 static int zcx_ib_tx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 {
 	struct ib_send_wr wr = {};
-	struct ib_sge sge;
+	struct ib_sge sge[2];
 	int ret;
 
-	sge.addr = tx->dma;
-	sge.length = sizeof(struct zcx_ib_hdr) + tx->len;
-	sge.lkey = conn->pd->local_dma_lkey;
+	/* The header, then the payload straight from the operation's buffer. */
+	sge[0].addr = tx->hdr_dma;
+	sge[0].length = sizeof(tx->hdr);
+	sge[0].lkey = conn->pd->local_dma_lkey;
+	sge[1].addr = tx->data_dma;
+	sge[1].length = tx->len;
+	sge[1].lkey = conn->pd->local_dma_lkey;
 	tx->cqe.done = zcx_ib_tx_done;
 	wr.wr_cqe = &tx->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr.sg_list = sge;
+	wr.num_sge = tx->len ? 2 : 1;
 	wr.opcode = IB_WR_SEND;
 	wr.send_flags = IB_SEND_SIGNALED;
 	ret = ib_post_send(conn->qp, &wr, NULL);
@@ -234,10 +238,28 @@ static int zcx_ib_tx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 	return ret;
 }
 
+/* Map @tx's header and payload for the device; 0 or -ENOMEM. */
+static int zcx_ib_tx_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, const void *data)
+{
+	tx->hdr_dma = ib_dma_map_single(conn->ibdev, &tx->hdr, sizeof(tx->hdr), DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, tx->hdr_dma))
+		return -ENOMEM;
+	if (!tx->len)
+		return 0;
+	tx->data_dma = ib_dma_map_single(conn->ibdev, (void *)data, tx->len, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, tx->data_dma)) {
+		ib_dma_unmap_single(conn->ibdev, tx->hdr_dma, sizeof(tx->hdr), DMA_TO_DEVICE);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Unmap @tx (mapped), complete its operation with @res, free it. */
 static void zcx_ib_tx_free(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, int res)
 {
-	ib_dma_unmap_single(conn->ibdev, tx->dma, sizeof(struct zcx_ib_hdr) + tx->len,
-			    DMA_TO_DEVICE);
+	ib_dma_unmap_single(conn->ibdev, tx->hdr_dma, sizeof(tx->hdr), DMA_TO_DEVICE);
+	if (tx->len)
+		ib_dma_unmap_single(conn->ibdev, tx->data_dma, tx->len, DMA_TO_DEVICE);
 	zcx_op_complete(tx->op, res, res ? 0 : tx->len, 0);
 	kfree(tx);
 }
@@ -266,35 +288,30 @@ static void zcx_ib_tx_done(struct ib_cq *cq, struct ib_wc *wc)
 static void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
 {
 	struct zcx_ib_conn *conn = zcx_conn_remote(zconn);
-	struct zcx_ib_hdr *hdr;
 	struct zcx_ib_tx *tx;
 	const void *data;
-	u32 len;
 	u64 tag;
 	int ret;
 
-	zcx_op_payload(op, &data, &len, &tag);
-	tx = kmalloc(sizeof(*tx) + sizeof(*hdr) + len, GFP_KERNEL);
+	/* Charged to the sender; the payload stays in @op's buffer. */
+	tx = kmalloc(sizeof(*tx), GFP_KERNEL_ACCOUNT);
 	if (!tx) {
 		zcx_op_complete(op, -ENOMEM, 0, 0);
 		return;
 	}
+	zcx_op_payload(op, &data, &tx->len, &tag);
 	tx->conn = conn;
 	tx->op = op;
-	tx->len = len;
-	hdr = (void *)tx->buf;
-	hdr->tag = cpu_to_le64(tag);
-	hdr->len = cpu_to_le32(len);
-	hdr->reserved = 0;
-	memcpy(tx->buf + sizeof(*hdr), data, len);
+	tx->hdr.tag = cpu_to_le64(tag);
+	tx->hdr.len = cpu_to_le32(tx->len);
+	tx->hdr.reserved = 0;
 
 	spin_lock(&conn->lock);
 	ret = -ECONNRESET;
 	if (conn->state != ZCX_IB_LIVE)
 		goto fail;
-	tx->dma = ib_dma_map_single(conn->ibdev, tx->buf, sizeof(*hdr) + len, DMA_TO_DEVICE);
-	ret = -ENOMEM;
-	if (ib_dma_mapping_error(conn->ibdev, tx->dma))
+	ret = zcx_ib_tx_map(conn, tx, data);
+	if (ret)
 		goto fail;
 	/* In order: after those already waiting. */
 	if (conn->tx_posted < ZCX_IB_TX_DEPTH && list_empty(&conn->tx_waiting)) {
@@ -340,7 +357,7 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id, u32
 	attr.recv_cq = conn->cq;
 	attr.cap.max_send_wr = ZCX_IB_TX_DEPTH + 1;
 	attr.cap.max_recv_wr = rx_depth + 1;
-	attr.cap.max_send_sge = 1;
+	attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
 	attr.qp_type = IB_QPT_RC;

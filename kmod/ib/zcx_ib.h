@@ -69,15 +69,16 @@ struct zcx_ib_rx {
 	void *buf;		/* a page: struct zcx_ib_hdr, then up to ZCX_IB_INLINE */
 };
 
-/* A send: the operation it completes and a copy of its bytes. */
+/* A send: the operation it completes, whose buffer holds the payload. */
 struct zcx_ib_tx {
 	struct ib_cqe cqe;
 	struct zcx_ib_conn *conn;
 	struct zcx_op *op;
 	struct list_head link;	/* on conn->tx_waiting */
-	u64 dma;
+	struct zcx_ib_hdr hdr;
+	u64 hdr_dma;
+	u64 data_dma;		/* mapped if @len */
 	u32 len;		/* payload bytes */
-	u8 buf[];		/* struct zcx_ib_hdr, then the payload */
 };
 
 /**
