@@ -110,6 +110,16 @@ void zcx_backend_release_rx(void *rx)
 	module_put(ops->owner);
 }
 
+/* Pull a rendezvous message into @recv: as above, @rx keeps the backend. */
+void zcx_backend_pull(void *rx, struct zcx_op *recv, u64 len)
+{
+	const struct zcx_backend_ops *ops = READ_ONCE(zcx_backend);
+
+	__module_get(ops->owner);
+	ops->pull(rx, recv, len);
+	module_put(ops->owner);
+}
+
 void zcx_conn_set_remote(struct zcx_conn *conn, void *remote)
 {
 	conn->remote = remote;
@@ -122,10 +132,25 @@ void *zcx_conn_remote(const struct zcx_conn *conn)
 }
 EXPORT_SYMBOL_GPL(zcx_conn_remote);
 
-void zcx_op_payload(const struct zcx_op *op, const void **data, u32 *len, u64 *tag)
+void zcx_op_payload(const struct zcx_op *op, const void **data, u64 *len, u64 *tag)
 {
 	*data = op->data;
 	*len = op->len;
 	*tag = op->tag;
 }
 EXPORT_SYMBOL_GPL(zcx_op_payload);
+
+/*
+ * The pinned pages of @op's buffer, from the one holding its first byte,
+ * which is at @offset in it; NULL if the buffer is not pinned.
+ */
+struct page **zcx_op_pages(const struct zcx_op *op, u32 *offset)
+{
+	const struct zcx_region *r = op->region;
+
+	if (!r)
+		return NULL;
+	*offset = offset_in_page(op->addr);
+	return r->pages + ((op->addr >> PAGE_SHIFT) - (r->node.start >> PAGE_SHIFT));
+}
+EXPORT_SYMBOL_GPL(zcx_op_pages);

@@ -17,10 +17,17 @@
  * receives to zcx_ep_deliver(), which matches it like a local one.
  * Endpoints, connections and operations stay opaque to the backend.
  *
+ * Rendezvous: a send longer than @max_inline reaches ops->send() with its
+ * buffer's pages pinned and held busy (zcx_op_pages()) until it completes.
+ * The receiving backend delivers such a message without its bytes
+ * (zcx_ep_deliver() with @data NULL); once it matches a receive, whose
+ * pages are pinned too, zcx.ko hands both to ops->pull(), which moves the
+ * bytes and completes the receive with zcx_op_pulled().
+ *
  * Context: ops->connect() and zcx_ep_accept() may sleep; ops->send(),
- * ops->release_rx() and zcx_ep_deliver() are called, and may be called,
- * from process context or a workqueue (never with a spinlock held);
- * ops->close() from any of those, and must defer what sleeps long.
+ * ops->pull(), ops->release_rx() and zcx_ep_deliver() are called, and may
+ * be called, from process context or a workqueue (never with a spinlock
+ * held); ops->close() from any of those, and must defer what sleeps long.
  */
 #ifndef ZCX_BACKEND_H
 #define ZCX_BACKEND_H
@@ -69,11 +76,15 @@ struct zcx_op;
  *		-errno (ECONNREFUSED, EHOSTUNREACH, ETIMEDOUT, EINTR, ...).
  *		On success the backend keeps its state with
  *		zcx_conn_set_remote().
- * @send:	send SEND @op (at most @max_inline bytes) on @conn, and
- *		complete it when it has arrived or failed.
+ * @send:	send SEND @op on @conn, and complete it when it has arrived
+ *		or failed: its bytes (zcx_op_payload()) up to @max_inline,
+ *		else its pinned pages (zcx_op_pages()).
  * @close:	@conn's last reference is gone: tear down its state.
- * @release_rx:	a message handed to zcx_ep_deliver() was consumed: its
- *		buffer @rx is the backend's again.
+ * @pull:	move the first @len bytes of the rendezvous message in @rx
+ *		into receive @recv's pinned pages (zcx_op_pages()), complete
+ *		@recv with zcx_op_pulled() and let go of @rx.
+ * @release_rx:	a message handed to zcx_ep_deliver() was consumed (or
+ *		dropped): its buffer @rx is the backend's again.
  */
 struct zcx_backend_ops {
 	struct module *owner;
@@ -82,6 +93,7 @@ struct zcx_backend_ops {
 	int (*connect)(struct zcx_conn *conn, const struct zcx_addr *addr);
 	void (*send)(struct zcx_conn *conn, struct zcx_op *op);
 	void (*close)(struct zcx_conn *conn);
+	void (*pull)(void *rx, struct zcx_op *recv, u64 len);
 	void (*release_rx)(void *rx);
 };
 
@@ -90,8 +102,10 @@ void zcx_backend_unregister(const struct zcx_backend_ops *ops);
 
 void zcx_conn_set_remote(struct zcx_conn *conn, void *remote);
 void *zcx_conn_remote(const struct zcx_conn *conn);
-void zcx_op_payload(const struct zcx_op *op, const void **data, u32 *len, u64 *tag);
+void zcx_op_payload(const struct zcx_op *op, const void **data, u64 *len, u64 *tag);
+struct page **zcx_op_pages(const struct zcx_op *op, u32 *offset);
 void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
+void zcx_op_pulled(struct zcx_op *recv, int res, u64 len, u64 tag);
 
 /**
  * struct zcx_accepted - a backend's connection into a local endpoint.
@@ -107,6 +121,6 @@ struct zcx_accepted {
 
 struct zcx_ep *zcx_ep_accept(u64 id, u64 key, struct zcx_accepted *acc);
 void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc);
-int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u32 len, void *rx);
+int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx);
 
 #endif /* ZCX_BACKEND_H */

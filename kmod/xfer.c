@@ -245,12 +245,34 @@ static struct zcx_op *zcx_take_posted(struct zcx_ep *ep, u64 tag)
 }
 
 /*
+ * Complete receive @recv, into which a message of @len bytes went (as much
+ * as fits) or failed with @res: a longer message fills it, and it
+ * completes with EMSGSIZE.
+ */
+void zcx_op_pulled(struct zcx_op *recv, int res, u64 len, u64 tag)
+{
+	u64 n = min(recv->len, len);
+
+	if (!res && len > recv->len)
+		res = -EMSGSIZE;
+	zcx_op_complete(recv, res, res && res != -EMSGSIZE ? 0 : n, tag);
+}
+EXPORT_SYMBOL_GPL(zcx_op_pulled);
+
+/* Whether @msg is a rendezvous message from another node. */
+static bool zcx_msg_pulled(const struct zcx_op *msg)
+{
+	return msg->rx && !msg->data;
+}
+
+/*
  * Deliver message @msg (a send, or an eager message whose bytes are in
  * msg->data) into receive @recv, and complete both.  The copier is the
  * receiver (@receiver_copies) or the sender, and watches the other side,
  * whose pages it holds busy.  The receive's buffer is pinned unless the
  * receiver copies from a kernel buffer (then it holds nothing of the
- * sender's while it may fault).
+ * sender's while it may fault).  A rendezvous message from another node
+ * goes to its backend, which completes @recv.
  */
 static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, bool receiver_copies)
 {
@@ -260,16 +282,20 @@ static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, bool receiver_c
 	struct zcx_span dst = recv->region ? zcx_span_op(recv) : zcx_span_user(recv->addr);
 	const struct zcx_ep *watch = receiver_copies ? (msg->data ? NULL : msg->ep) : recv->ep;
 	u64 tag = msg->tag, len = msg->len;
-	int ret = zcx_copy(dst, src, n, watch);
+	void *rx = msg->rx;
+	int ret;
 
+	if (zcx_msg_pulled(msg)) {
+		msg->rx = NULL;
+		zcx_op_complete(msg, 0, 0, 0);
+		zcx_backend_pull(rx, recv, n);
+		return;
+	}
+	ret = zcx_copy(dst, src, n, watch);
 	/* The side that did not copy learns of the copier's death as ECONNRESET. */
 	zcx_op_complete(msg, receiver_copies ? zcx_partner_result(ret) : ret,
 			ret ? 0 : len, 0);
-	if (!ret && len > recv->len)
-		ret = -EMSGSIZE;
-	else if (ret && !receiver_copies)
-		ret = zcx_partner_result(ret);
-	zcx_op_complete(recv, ret, ret && ret != -EMSGSIZE ? 0 : n, tag);
+	zcx_op_pulled(recv, receiver_copies ? ret : zcx_partner_result(ret), len, tag);
 }
 
 /* A small send's payload into a kernel buffer (op->data); 0 or -errno. */
@@ -286,32 +312,35 @@ static int zcx_op_copy_in(struct zcx_op *op)
 }
 
 /*
- * To a peer on another node: the payload goes to the backend in a kernel
- * buffer (it sends inline only, for now), which completes the send.
+ * To a peer on another node: the backend sends the payload from a kernel
+ * buffer up to its inline limit, else from the pinned pages (rendezvous),
+ * and completes the send.
  */
-static void zcx_op_send_remote(struct zcx_op *op, struct zcx_conn *conn)
+static void zcx_op_send_remote(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 {
-	int ret = -EOPNOTSUPP;
+	int ret;
 
-	if (op->len > conn->ops->max_inline)
-		goto fail;
-	ret = zcx_op_copy_in(op);
-	if (ret)
-		goto fail;
+	if (op->len <= conn->ops->max_inline)
+		ret = zcx_op_copy_in(op);
+	else
+		ret = zcx_op_pin(op, ZCX_ACCESS_READ, handle);
+	if (ret) {
+		zcx_op_complete(op, ret, 0, 0);
+		return;
+	}
 	conn->ops->send(conn, op);
-	return;
-fail:
-	zcx_op_complete(op, ret, 0, 0);
 }
 
 /*
  * A message a backend received for @ep: @len bytes at @data, in its
  * buffer @rx, which the message holds until it is consumed (and the
- * backend gets it back through release_rx).  It goes to the first
- * matching posted receive, or waits with the unexpected ones.  0, or
- * -ECONNRESET if @ep is gone or -ENOMEM (the backend keeps @rx).
+ * backend gets it back through release_rx); or, with @data NULL, a
+ * rendezvous message of @len bytes, which the backend pulls when it is
+ * matched.  It goes to the first matching posted receive, or waits with
+ * the unexpected ones.  0, or -ECONNRESET if @ep is gone or -ENOMEM (the
+ * backend keeps @rx).
  */
-int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u32 len, void *rx)
+int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx)
 {
 	struct zcx_op *msg, *recv;
 
@@ -355,7 +384,7 @@ void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle)
 	int ret;
 
 	if (conn->ops) {
-		zcx_op_send_remote(op, conn);
+		zcx_op_send_remote(op, conn, handle);
 		return;
 	}
 

@@ -372,7 +372,8 @@ struct zcx_conn {
  * @data:	an eager message's bytes (kmalloc), or NULL.
  * @conn:	an eager message's connection (a reference), for its credit.
  * @rx:		a message received by a backend: the buffer @data is in, to
- *		give back (instead of freeing @data).
+ *		give back (instead of freeing @data); with @data NULL, a
+ *		rendezvous message the backend pulls into the receive.
  */
 struct zcx_op {
 	struct list_head link;
@@ -441,6 +442,7 @@ extern u64 zcx_node_id;
 const struct zcx_backend_ops *zcx_backend_get(void);
 void zcx_backend_put(const struct zcx_backend_ops *ops);
 void zcx_backend_release_rx(void *rx);
+void zcx_backend_pull(void *rx, struct zcx_op *recv, u64 len);
 struct zcx_ctx *zcx_ctx_create(void);
 void zcx_ctx_destroy(struct zcx_ctx *ctx);
 int zcx_ctx_check_caller(const struct zcx_ctx *ctx);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include "kselftest_harness.h"
+#include "zcx_net.h"
 #include "zcx_raw.h"
 #include "zcx_test.h"
 #include "zcx_xfer.h"
@@ -25,17 +26,45 @@ FIXTURE(fault) {
 	struct zcx_test_census before;
 };
 
+FIXTURE_VARIANT(fault) {
+	unsigned int ep_flags;
+	bool net;
+};
+
+FIXTURE_VARIANT_ADD(fault, local) {
+	.ep_flags = 0,
+};
+
+/* Through zcx_ib.ko on Soft-RoCE (zcx_net.h): RDMA READ rendezvous. */
+FIXTURE_VARIANT_ADD(fault, net) {
+	.ep_flags = ZCX_EP_NET,
+	.net = true,
+};
+
 FIXTURE_SETUP(fault)
 {
+	const char *why, *failed;
+
+	if (variant->net) {
+		if (!zcx_net_possible(&why))
+			SKIP(return, "%s", why);
+		failed = zcx_net_up();
+		ASSERT_EQ(NULL, failed) TH_LOG("setting up the network: %s", failed);
+		xconnect_flags = ZCX_CONNECT_NET;
+	}
 	self->before = zcx_test_census();
 }
 
 FIXTURE_TEARDOWN(fault)
 {
 	/* Unpinning after a process's exit is deferred: wait, bounded. */
-	const char *leaked = zcx_test_census_settle(&self->before, 10000);
+	const char *leaked = zcx_test_census_settle(&self->before, 10000), *bad;
 
 	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+	if (variant->net && geteuid() == 0) {
+		bad = zcx_net_down();
+		EXPECT_EQ(NULL, bad) TH_LOG("%s", bad);
+	}
 }
 
 /*
@@ -176,22 +205,22 @@ static void kill_case_run(struct __test_metadata *_metadata, int role, unsigned 
 
 TEST_F_TIMEOUT(fault, receiver_killed_during_64MiB, 90)
 {
-	kill_case_run(_metadata, VICTIM_RECEIVES, 0);
+	kill_case_run(_metadata, VICTIM_RECEIVES, variant->ep_flags);
 }
 
 TEST_F_TIMEOUT(fault, sender_killed_during_64MiB, 90)
 {
-	kill_case_run(_metadata, VICTIM_SENDS, 0);
+	kill_case_run(_metadata, VICTIM_SENDS, variant->ep_flags);
 }
 
 TEST_F_TIMEOUT(fault, receiver_killed_during_64MiB_poll, 90)
 {
-	kill_case_run(_metadata, VICTIM_RECEIVES, ZCX_EP_POLL);
+	kill_case_run(_metadata, VICTIM_RECEIVES, variant->ep_flags | ZCX_EP_POLL);
 }
 
 TEST_F_TIMEOUT(fault, sender_killed_during_64MiB_poll, 90)
 {
-	kill_case_run(_metadata, VICTIM_SENDS, ZCX_EP_POLL);
+	kill_case_run(_metadata, VICTIM_SENDS, variant->ep_flags | ZCX_EP_POLL);
 }
 
 /*
@@ -377,6 +406,8 @@ static int refuse_partner(struct xside *s, void *arg)
 
 TEST_F(fault, connect_refused)
 {
+	if (variant->net)
+		SKIP(return, "refusals between nodes are zcx_ib_test's refused_and_unsupported");
 	EXPECT_EQ(0, xrun_pair(0, 0, refuse_partner, refuse_peer, NULL));
 }
 

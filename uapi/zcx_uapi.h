@@ -546,9 +546,11 @@ struct zcx_ep_destroy {
  * been created with ZCX_EP_NET, and the key is then the only check (uids
  * mean nothing across nodes).  More errors: ENETUNREACH (no backend
  * loaded), EHOSTUNREACH (no route to the address), ETIMEDOUT, EINTR (a
- * fatal signal came first).  Over the network, sends up to the inline
- * limit (a page less 16 bytes: 4080 on x86-64) work today; larger sends
- * and put/get complete with EOPNOTSUPP.
+ * fatal signal came first).  Over the network, sends of any size work
+ * (inline up to a page less 16 bytes, 4080 on x86-64; above that the
+ * receiver reads the sender's pinned pages with RDMA READ), up to what
+ * 128 fast registrations map (else EMSGSIZE); put/get complete with
+ * EOPNOTSUPP for now.
  */
 /* zcx_ep_connect.flags */
 #define ZCX_CONNECT_NET		(1U << 0)	/* through the network, even on this node */

@@ -9,13 +9,7 @@
  * live endpoint with that key.  A connection is one-way, as on a node:
  * the active side sends, the passive side receives.
  *
- * Messages (up to ZCX_IB_INLINE bytes, with a small header) are SENDs
- * into receive buffers the passive side posted.  A message zcx.ko has
- * not received yet keeps its buffer; the buffer is posted again once the
- * message is consumed.  So a slow receiver makes the sender's queue pair
- * wait (receiver-not-ready retries, without limit), and at most
- * ZCX_IB_TX_DEPTH sends are posted: the rest wait in order.  Nothing is
- * lost and no memory grows without bound.
+ * Messages and rendezvous are xfer.c's, registrations mr.c's.
  *
  * Teardown (zcx_ib_conn_kill()) happens once, from a work item, from
  * connect's caller, or from the device's removal: it stops posting,
@@ -31,9 +25,6 @@
 #include <linux/socket.h>
 
 #include "zcx_ib.h"
-
-#define ZCX_IB_RX_SIZE	PAGE_SIZE
-static_assert(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE <= ZCX_IB_RX_SIZE);
 
 /* Connections accepted on the node: what the buffers may cost is bounded. */
 static atomic_t zcx_ib_accepted = ATOMIC_INIT(0);
@@ -69,9 +60,13 @@ static struct zcx_ib_conn *zcx_ib_conn_alloc(bool passive)
 	}
 	kref_init(&conn->ref);
 	mutex_init(&conn->mutex);
+	init_rwsem(&conn->building);
 	spin_lock_init(&conn->lock);
 	init_completion(&conn->connected);
 	INIT_LIST_HEAD(&conn->tx_waiting);
+	INIT_LIST_HEAD(&conn->held);
+	INIT_LIST_HEAD(&conn->mrs);
+	conn->quiet_cqe.done = zcx_ib_quiet_done;
 	INIT_LIST_HEAD(&conn->acc.link);
 	INIT_WORK(&conn->teardown, zcx_ib_teardown_work);
 	conn->passive = passive;
@@ -92,253 +87,63 @@ static void zcx_ib_conn_free(struct kref *ref)
 	module_put(THIS_MODULE);
 }
 
-static void zcx_ib_conn_put(struct zcx_ib_conn *conn)
+void zcx_ib_conn_put(struct zcx_ib_conn *conn)
 {
 	kref_put(&conn->ref, zcx_ib_conn_free);
 }
 
 /* Tear @conn down from the workqueue (never from a CQ or CM handler). */
-static void zcx_ib_conn_schedule_kill(struct zcx_ib_conn *conn)
+void zcx_ib_conn_schedule_kill(struct zcx_ib_conn *conn)
 {
 	kref_get(&conn->ref);
 	if (!queue_work(zcx_ib_wq, &conn->teardown))
 		zcx_ib_conn_put(conn);
 }
 
-/* --- receiving ----------------------------------------------------------- */
-
-static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
-{
-	struct zcx_ib_rx *rx = kmalloc(sizeof(*rx), GFP_KERNEL);
-
-	if (!rx)
-		return NULL;
-	rx->buf = (void *)__get_free_page(GFP_KERNEL);
-	if (!rx->buf) {
-		kfree(rx);
-		return NULL;
-	}
-	rx->conn = conn;
-	rx->dma = 0;
-	return rx;
-}
-
-/* @rx is not mapped (any more). */
-static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
-{
-	free_page((unsigned long)rx->buf);
-	kfree(rx);
-}
-
-static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc);
-
-/* Post @rx; conn->lock held.  0, or -errno (the caller keeps @rx). */
-static int zcx_ib_rx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
-{
-	struct ib_recv_wr wr = {};
-	struct ib_sge sge;
-	int ret;
-
-	if (conn->state == ZCX_IB_DEAD)
-		return -ECONNRESET;
-	rx->dma = ib_dma_map_single(conn->ibdev, rx->buf, ZCX_IB_RX_SIZE, DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(conn->ibdev, rx->dma)) {
-		rx->dma = 0;
-		return -ENOMEM;
-	}
-	sge.addr = rx->dma;
-	sge.length = ZCX_IB_RX_SIZE;
-	sge.lkey = conn->pd->local_dma_lkey;
-	rx->cqe.done = zcx_ib_rx_done;
-	wr.wr_cqe = &rx->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
-	ret = ib_post_recv(conn->qp, &wr, NULL);
-	if (ret) {
-		ib_dma_unmap_single(conn->ibdev, rx->dma, ZCX_IB_RX_SIZE, DMA_FROM_DEVICE);
-		rx->dma = 0;
-	}
-	return ret;
-}
-
-/* zcx.ko consumed the message in @rx: post the buffer again, or free it. */
-static void zcx_ib_release_rx(void *arg)
-{
-	struct zcx_ib_rx *rx = arg;
-	struct zcx_ib_conn *conn = rx->conn;
-	int ret;
-
-	spin_lock(&conn->lock);
-	ret = zcx_ib_rx_post_locked(conn, rx);
-	spin_unlock(&conn->lock);
-	if (ret)
-		zcx_ib_rx_free(rx);
-	zcx_ib_conn_put(conn);
-}
-
-static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct zcx_ib_rx *rx = container_of(wc->wr_cqe, struct zcx_ib_rx, cqe);
-	struct zcx_ib_conn *conn = rx->conn;
-	const struct zcx_ib_hdr *hdr = (const void *)rx->buf;
-	u32 len;
-
-	ib_dma_unmap_single(conn->ibdev, rx->dma, ZCX_IB_RX_SIZE, DMA_FROM_DEVICE);
-	rx->dma = 0;
-	if (wc->status != IB_WC_SUCCESS) {
-		/* Flushed by a teardown, or the connection broke. */
-		zcx_ib_rx_free(rx);
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			zcx_ib_conn_schedule_kill(conn);
-		return;
-	}
-	len = le32_to_cpu(hdr->len);
-	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr)) {
-		/* Not our protocol: the peer is broken, drop the connection. */
-		zcx_ib_rx_free(rx);
-		zcx_ib_conn_schedule_kill(conn);
-		return;
-	}
-	/* zcx.ko holds the buffer, and so the connection, until consumed. */
-	kref_get(&conn->ref);
-	if (zcx_ep_deliver(conn->ep, le64_to_cpu(hdr->tag), rx->buf + sizeof(*hdr), len, rx)) {
-		zcx_ib_conn_put(conn);
-		zcx_ib_rx_free(rx);
-		zcx_ib_conn_schedule_kill(conn);
-	}
-}
-
-/* --- sending ------------------------------------------------------------- */
-
-static void zcx_ib_tx_done(struct ib_cq *cq, struct ib_wc *wc);
-
-/* Post @tx; conn->lock held.  0 or -errno. */
-static int zcx_ib_tx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
-{
-	struct ib_send_wr wr = {};
-	struct ib_sge sge[2];
-	int ret;
-
-	/* The header, then the payload straight from the operation's buffer. */
-	sge[0].addr = tx->hdr_dma;
-	sge[0].length = sizeof(tx->hdr);
-	sge[0].lkey = conn->pd->local_dma_lkey;
-	sge[1].addr = tx->data_dma;
-	sge[1].length = tx->len;
-	sge[1].lkey = conn->pd->local_dma_lkey;
-	tx->cqe.done = zcx_ib_tx_done;
-	wr.wr_cqe = &tx->cqe;
-	wr.sg_list = sge;
-	wr.num_sge = tx->len ? 2 : 1;
-	wr.opcode = IB_WR_SEND;
-	wr.send_flags = IB_SEND_SIGNALED;
-	ret = ib_post_send(conn->qp, &wr, NULL);
-	if (!ret)
-		conn->tx_posted++;
-	return ret;
-}
-
-/* Map @tx's header and payload for the device; 0 or -ENOMEM. */
-static int zcx_ib_tx_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, const void *data)
-{
-	tx->hdr_dma = ib_dma_map_single(conn->ibdev, &tx->hdr, sizeof(tx->hdr), DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(conn->ibdev, tx->hdr_dma))
-		return -ENOMEM;
-	if (!tx->len)
-		return 0;
-	tx->data_dma = ib_dma_map_single(conn->ibdev, (void *)data, tx->len, DMA_TO_DEVICE);
-	if (ib_dma_mapping_error(conn->ibdev, tx->data_dma)) {
-		ib_dma_unmap_single(conn->ibdev, tx->hdr_dma, sizeof(tx->hdr), DMA_TO_DEVICE);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Unmap @tx (mapped), complete its operation with @res, free it. */
-static void zcx_ib_tx_free(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, int res)
-{
-	ib_dma_unmap_single(conn->ibdev, tx->hdr_dma, sizeof(tx->hdr), DMA_TO_DEVICE);
-	if (tx->len)
-		ib_dma_unmap_single(conn->ibdev, tx->data_dma, tx->len, DMA_TO_DEVICE);
-	zcx_op_complete(tx->op, res, res ? 0 : tx->len, 0);
-	kfree(tx);
-}
-
-static void zcx_ib_tx_done(struct ib_cq *cq, struct ib_wc *wc)
-{
-	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe), *next;
-	struct zcx_ib_conn *conn = tx->conn;
-	bool ok = wc->status == IB_WC_SUCCESS;
-
-	zcx_ib_tx_free(conn, tx, ok ? 0 : -ECONNRESET);
-	spin_lock(&conn->lock);
-	conn->tx_posted--;
-	next = list_first_entry_or_null(&conn->tx_waiting, struct zcx_ib_tx, link);
-	if (next && conn->state == ZCX_IB_LIVE) {
-		if (!zcx_ib_tx_post_locked(conn, next))
-			list_del(&next->link);
-		else
-			ok = false;
-	}
-	spin_unlock(&conn->lock);
-	if (!ok && wc->status != IB_WC_WR_FLUSH_ERR)
-		zcx_ib_conn_schedule_kill(conn);
-}
-
-static void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
-{
-	struct zcx_ib_conn *conn = zcx_conn_remote(zconn);
-	struct zcx_ib_tx *tx;
-	const void *data;
-	u64 tag;
-	int ret;
-
-	/* Charged to the sender; the payload stays in @op's buffer. */
-	tx = kmalloc(sizeof(*tx), GFP_KERNEL_ACCOUNT);
-	if (!tx) {
-		zcx_op_complete(op, -ENOMEM, 0, 0);
-		return;
-	}
-	zcx_op_payload(op, &data, &tx->len, &tag);
-	tx->conn = conn;
-	tx->op = op;
-	tx->hdr.tag = cpu_to_le64(tag);
-	tx->hdr.len = cpu_to_le32(tx->len);
-	tx->hdr.reserved = 0;
-
-	spin_lock(&conn->lock);
-	ret = -ECONNRESET;
-	if (conn->state != ZCX_IB_LIVE)
-		goto fail;
-	ret = zcx_ib_tx_map(conn, tx, data);
-	if (ret)
-		goto fail;
-	/* In order: after those already waiting. */
-	if (conn->tx_posted < ZCX_IB_TX_DEPTH && list_empty(&conn->tx_waiting)) {
-		ret = zcx_ib_tx_post_locked(conn, tx);
-	} else {
-		list_add_tail(&tx->link, &conn->tx_waiting);
-		ret = 0;
-	}
-	spin_unlock(&conn->lock);
-	if (ret)
-		zcx_ib_tx_free(conn, tx, ret);
-	return;
-fail:
-	spin_unlock(&conn->lock);
-	zcx_op_complete(op, ret, 0, 0);
-	kfree(tx);
-}
-
 /* --- setting up and tearing down ----------------------------------------- */
 
-/* PD, CQ and QP for @conn on @id's device, @rx_depth receives. */
-static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id, u32 rx_depth)
+/* An asynchronous event of @conn's queue pair: a fatal one ends it. */
+static void zcx_ib_qp_event(struct ib_event *ev, void *context)
 {
+	struct zcx_ib_conn *conn = context;
+
+	switch (ev->event) {
+	case IB_EVENT_QP_FATAL:
+	case IB_EVENT_QP_REQ_ERR:
+	case IB_EVENT_QP_ACCESS_ERR:
+		zcx_ib_conn_schedule_kill(conn);
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * PD, CQ and QP for @conn on @id's device, and its receive buffers: an
+ * accepted connection's for messages, an outgoing one's for replies.
+ */
+static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
+{
+	const struct ib_device_attr *attrs = &id->device->attrs;
+	u32 rx_depth = conn->passive ? ZCX_IB_RX_DEPTH : ZCX_IB_REPLY_DEPTH;
 	struct ib_qp_init_attr attr = {};
 	int ret;
 
+	conn->rx_size = conn->passive ? PAGE_SIZE : ZCX_IB_REPLY_SIZE;
+	conn->credits = conn->passive ? 0 : ZCX_IB_RX_DEPTH;
+	/*
+	 * Retransmissions replay, on Soft-RoCE, the registrations queued
+	 * behind the lost packet, which then fail and break the connection:
+	 * a long ACK timeout keeps an emulated or loaded machine from
+	 * retransmitting what is merely slow.
+	 */
+	ret = rdma_set_ack_timeout(id, ZCX_IB_ACK_TIMEOUT);
+	if (ret)
+		return ret;
+
 	WRITE_ONCE(conn->ibdev, id->device);
+	conn->sq_depth = min_t(u32, ZCX_IB_SQ_DEPTH, attrs->max_qp_wr - 1);
+	conn->mr_pages = min_t(u32, ZCX_IB_MR_PAGES, attrs->max_fast_reg_page_list_len);
 	conn->pd = ib_alloc_pd(id->device, 0);
 	if (IS_ERR(conn->pd)) {
 		ret = PTR_ERR(conn->pd);
@@ -346,58 +151,33 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id, u32
 		return ret;
 	}
 	/* One more send and receive, and their completions, for the drain. */
-	conn->cq = ib_alloc_cq(id->device, conn, ZCX_IB_TX_DEPTH + rx_depth + 2, 0,
+	conn->cq = ib_alloc_cq(id->device, conn, conn->sq_depth + rx_depth + 2, 0,
 			       IB_POLL_WORKQUEUE);
 	if (IS_ERR(conn->cq)) {
 		ret = PTR_ERR(conn->cq);
 		conn->cq = NULL;
 		return ret;
 	}
+	attr.event_handler = zcx_ib_qp_event;
+	attr.qp_context = conn;
 	attr.send_cq = conn->cq;
 	attr.recv_cq = conn->cq;
-	attr.cap.max_send_wr = ZCX_IB_TX_DEPTH + 1;
+	attr.cap.max_send_wr = conn->sq_depth + 1;
 	attr.cap.max_recv_wr = rx_depth + 1;
 	attr.cap.max_send_sge = 2;
 	attr.cap.max_recv_sge = 1;
-	attr.sq_sig_type = IB_SIGNAL_ALL_WR;
+	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 	ret = rdma_create_qp(id, conn->pd, &attr);
-	if (!ret)
-		conn->qp = id->qp;
-	return ret;
-}
-
-/* Post every receive buffer of an accepted connection. */
-static int zcx_ib_rx_fill(struct zcx_ib_conn *conn)
-{
-	struct zcx_ib_rx *rx;
-	int i, ret = 0;
-
-	for (i = 0; i < ZCX_IB_RX_DEPTH && !ret; i++) {
-		rx = zcx_ib_rx_alloc(conn);
-		if (!rx)
-			return -ENOMEM;
-		spin_lock(&conn->lock);
-		ret = zcx_ib_rx_post_locked(conn, rx);
-		spin_unlock(&conn->lock);
+	if (ret)
+		return ret;
+	conn->qp = id->qp;
+	if (conn->passive) {
+		ret = zcx_ib_credit_init(conn);
 		if (ret)
-			zcx_ib_rx_free(rx);
+			return ret;
 	}
-	return ret;
-}
-
-/* Stop posting and fail the sends still waiting; conn->lock not held. */
-static void zcx_ib_conn_stop(struct zcx_ib_conn *conn)
-{
-	struct zcx_ib_tx *tx, *tmp;
-	LIST_HEAD(waiting);
-
-	spin_lock(&conn->lock);
-	conn->state = ZCX_IB_DEAD;
-	list_splice_init(&conn->tx_waiting, &waiting);
-	spin_unlock(&conn->lock);
-	list_for_each_entry_safe(tx, tmp, &waiting, link)
-		zcx_ib_tx_free(conn, tx, -ECONNRESET);
+	return zcx_ib_rx_fill(conn, rx_depth);
 }
 
 /*
@@ -408,6 +188,10 @@ static void zcx_ib_qp_destroy(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 {
 	if (conn->qp) {
 		ib_drain_qp(conn->qp);
+		/* Nothing is posted: end what the device left unfinished. */
+		zcx_ib_jobs_fail(conn);
+		zcx_ib_credit_free(conn);
+		zcx_ib_mrs_free(conn);
 		rdma_destroy_qp(id);
 		conn->qp = NULL;
 	}
@@ -443,8 +227,10 @@ static void zcx_ib_conn_kill(struct zcx_ib_conn *conn)
 		/* A connect still waiting (device removal) gives up. */
 		zcx_ib_connect_done(conn, -ECONNRESET);
 		rdma_unlock_handler(id);
+		/* No job is being built on what is freed below. */
+		down_write(&conn->building);
+		up_write(&conn->building);
 	}
-	zcx_ib_conn_stop(conn);
 	if (id) {
 		if (conn->qp)
 			rdma_disconnect(id);
@@ -452,6 +238,8 @@ static void zcx_ib_conn_kill(struct zcx_ib_conn *conn)
 		rdma_destroy_id(id);
 		conn->cm_id = NULL;
 	}
+	/* Jobs that never got posted (no queue pair, or never connected). */
+	zcx_ib_jobs_fail(conn);
 	if (conn->ep) {
 		zcx_ep_unaccept(conn->ep, &conn->acc);
 		conn->ep = NULL;
@@ -512,13 +300,28 @@ static void zcx_ib_connect_done(struct zcx_ib_conn *conn, int status)
 	complete(&conn->connected);
 }
 
-static void zcx_ib_conn_param(struct rdma_conn_param *param)
+/*
+ * Connection parameters on @dev: the passive side reads (RDMA READ) from
+ * the active one, so it needs READs in flight (@initiator_depth) and the
+ * active side room to answer them (@responder_resources).  @req is the
+ * request being accepted, NULL when connecting.
+ */
+static void zcx_ib_conn_param(struct rdma_conn_param *param, const struct ib_device *dev,
+			      const struct rdma_conn_param *req)
 {
 	memset(param, 0, sizeof(*param));
 	param->retry_count = 7;
 	/* 7: retry without limit while the receiver has no buffer posted. */
 	param->rnr_retry_count = 7;
 	param->flow_control = 1;
+	param->responder_resources = min_t(u32, ZCX_IB_RD_ATOM, dev->attrs.max_qp_rd_atom);
+	param->initiator_depth = min_t(u32, ZCX_IB_RD_ATOM, dev->attrs.max_qp_init_rd_atom);
+	if (req) {
+		/* As the request event reports them: from our side. */
+		param->responder_resources = min(param->responder_resources,
+						 req->responder_resources);
+		param->initiator_depth = min(param->initiator_depth, req->initiator_depth);
+	}
 }
 
 static int zcx_ib_route_resolved(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
@@ -530,12 +333,12 @@ static int zcx_ib_route_resolved(struct zcx_ib_conn *conn, struct rdma_cm_id *id
 	struct rdma_conn_param param;
 	int ret;
 
-	ret = zcx_ib_qp_create(conn, id, 0);
+	ret = zcx_ib_qp_create(conn, id);
 	if (ret)
 		return ret;
 	hello.ep_id = cpu_to_le64(conn->peer_id);
 	hello.key = cpu_to_le64(conn->peer_key);
-	zcx_ib_conn_param(&param);
+	zcx_ib_conn_param(&param, id->device, NULL);
 	param.private_data = &hello;
 	param.private_data_len = sizeof(hello);
 	return rdma_connect_locked(id, &param);
@@ -580,12 +383,19 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	ret = -ECONNREFUSED;
 	if (ep) {
 		conn->ep = ep;
-		ret = zcx_ib_qp_create(conn, id, ZCX_IB_RX_DEPTH);
-		if (!ret)
-			ret = zcx_ib_rx_fill(conn);
+		ret = zcx_ib_qp_create(conn, id);
 		if (!ret) {
-			zcx_ib_conn_param(&param);
+			zcx_ib_conn_param(&param, id->device, &ev->param.conn);
 			accepting = true;
+			/*
+			 * Live before the active side hears of it: its first
+			 * RTS may come before our ESTABLISHED, and the READ
+			 * then finds the QP ready to send (accepting moves it
+			 * to RTS before it answers).
+			 */
+			spin_lock(&conn->lock);
+			conn->state = ZCX_IB_LIVE;
+			spin_unlock(&conn->lock);
 			/* On failure it rejects by itself. */
 			ret = rdma_accept(id, &param);
 		}
@@ -753,6 +563,7 @@ const struct zcx_backend_ops zcx_ib_ops = {
 	.connect	= zcx_ib_connect,
 	.send		= zcx_ib_send,
 	.close		= zcx_ib_close,
+	.pull		= zcx_ib_pull,
 	.release_rx	= zcx_ib_release_rx,
 };
 

@@ -5,6 +5,11 @@
  * Locking, outermost first:
  *   zcx_ib_conn.mutex	a connection's verbs resources while they are
  *				torn down (zcx_ib_conn_kill());
+ *   zcx_ib_conn.building	rwsem: held (read) while a job is built on
+ *				the connection's PD and device, from process
+ *				context or a CQ handler; the teardown takes it
+ *				(write) once the connection is dead, so that
+ *				none is being built when it frees them;
  *   rdma_cm's handler_mutex	held around zcx_ib_cm_handler(), which takes
  *				zcx.ko's match_mutex and zcx_ib_conns_mutex
  *				(accepting) but never conn->mutex;
@@ -20,6 +25,7 @@
 #include <linux/completion.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
+#include <linux/rwsem.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <rdma/ib_verbs.h>
@@ -31,11 +37,24 @@
 /* Bytes one message carries: a page with the header. */
 #define ZCX_IB_INLINE		(PAGE_SIZE - sizeof(struct zcx_ib_hdr))
 #define ZCX_IB_RX_DEPTH		32	/* receive buffers (pages) of an accepted connection */
+/*
+ * Receive buffers of an outgoing connection, for the FINs and CREDITs
+ * coming back: at most one of each per message of ours whose credit has
+ * not come back yet, so it never runs out.
+ */
+#define ZCX_IB_REPLY_DEPTH	(2 * ZCX_IB_RX_DEPTH)
+#define ZCX_IB_REPLY_SIZE	64
 #define ZCX_IB_MAX_ACCEPTED	1024	/* accepted connections on the node */
-#define ZCX_IB_TX_DEPTH		64	/* sends in flight on a connection */
+#define ZCX_IB_SQ_DEPTH		1024	/* work requests on a send queue, at most */
+#define ZCX_IB_MR_PAGES		512	/* pages one fast registration maps, at most */
+#define ZCX_IB_MAX_SEGS		128	/* registrations of one rendezvous message */
+#define ZCX_IB_MR_CACHE		64	/* idle registrations a connection keeps */
+#define ZCX_IB_RD_ATOM		16	/* RDMA READs in flight, at most */
 #define ZCX_IB_TIMEOUT_MS	10000	/* address and route resolution */
+/* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
+#define ZCX_IB_ACK_TIMEOUT	20
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		1
+#define ZCX_IB_VERSION		2
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -46,10 +65,46 @@ struct zcx_ib_hello {
 	__le64 key;
 };
 
-/* The head of every message. */
+/*
+ * Messages.  EAGER carries the payload; RTS (active to passive) offers a
+ * longer one as registered segments for the receiver to read, and FIN
+ * (passive to active) says it has been read.  CREDIT (passive to active)
+ * gives back @credits receive buffers.
+ */
+enum zcx_ib_type {
+	ZCX_IB_EAGER,
+	ZCX_IB_RTS,
+	ZCX_IB_FIN,
+	ZCX_IB_CREDIT,
+};
+
+/* The head of every message: @len bytes follow it. */
 struct zcx_ib_hdr {
 	__le64 tag;
 	__le32 len;
+	u8 type;
+	u8 reserved;
+	__le16 credits;
+};
+
+struct zcx_ib_seg {
+	__le64 addr;
+	__le32 len;
+	__le32 rkey;
+};
+
+/* RTS: a message of @len bytes in @segs; FIN echoes @cookie. */
+struct zcx_ib_rts {
+	__le64 len;
+	__le64 cookie;
+	__le32 nseg;
+	__le32 reserved;
+	struct zcx_ib_seg segs[];
+};
+
+struct zcx_ib_fin {
+	__le64 cookie;
+	__le32 status;		/* 0, or the negative errno the send completes with */
 	__le32 reserved;
 };
 
@@ -66,19 +121,80 @@ struct zcx_ib_rx {
 	struct ib_cqe cqe;
 	struct zcx_ib_conn *conn;
 	u64 dma;		/* mapped while posted, else 0 */
-	void *buf;		/* a page: struct zcx_ib_hdr, then up to ZCX_IB_INLINE */
+	void *buf;		/* conn->rx_size: struct zcx_ib_hdr, then the body */
 };
 
-/* A send: the operation it completes, whose buffer holds the payload. */
+/*
+ * Pinned pages mapped for the device and registered, in order, in @nmr
+ * fast-registration MRs.
+ */
+struct zcx_ib_reg {
+	struct sg_table sgt;
+	enum dma_data_direction dir;
+	bool mapped;
+	u32 nmr;
+	struct ib_mr *mr[ZCX_IB_MAX_SEGS + 1];
+};
+
+union ib_wr_any {
+	struct ib_send_wr send;
+	struct ib_rdma_wr rdma;
+	struct ib_reg_wr reg;
+};
+
+enum zcx_ib_job_type {
+	ZCX_IB_JOB_EAGER,	/* an inline send */
+	ZCX_IB_JOB_RTS,		/* a rendezvous send, until its FIN */
+	ZCX_IB_JOB_PULL,	/* reading a rendezvous message, and its FIN */
+	ZCX_IB_JOB_CREDIT,	/* a connection's own CREDIT message, reused */
+};
+
+/*
+ * Work for a send queue: a chain of work requests, the last signalled
+ * (@cqe), reserving @wrs entries of the queue until it is done.
+ * @op:		EAGER, RTS: the send; PULL: the receive.
+ * @rx:		PULL: the buffer of the RTS (and its connection reference).
+ * @wrs:	entries of the send queue it reserves.
+ * @started:	posted: @wrs are reserved.
+ * @wr:		the chain, built before posting ...
+ * @sge:	... and its scatter entries: @wr1 and @sge2, or allocated.
+ * @inv:	RTS: the chain invalidating @reg, posted on FIN (@inv_cqe).
+ * @reg:	RTS, PULL: the registrations of the op's pages.
+ * @cookie:	RTS: the FIN's.
+ * @sent, @fin:	RTS: the RTS completed, the FIN came (under conn->lock).
+ * @status:	RTS: the FIN's status; PULL: what the FIN tells.
+ * @len, @tag:	the message's length; PULL: and its tag.
+ * @msg:	the message sent, @msg_len bytes (@small, or allocated) ...
+ * @msg_dma:	... mapped here;
+ * @data_dma:	EAGER: the payload, mapped, if any.
+ */
 struct zcx_ib_tx {
 	struct ib_cqe cqe;
 	struct zcx_ib_conn *conn;
+	enum zcx_ib_job_type type;
 	struct zcx_op *op;
-	struct list_head link;	/* on conn->tx_waiting */
-	struct zcx_ib_hdr hdr;
-	u64 hdr_dma;
-	u64 data_dma;		/* mapped if @len */
-	u32 len;		/* payload bytes */
+	struct zcx_ib_rx *rx;
+	struct list_head link;	/* on conn->tx_waiting or conn->held */
+	u32 wrs;
+	bool started;
+	union ib_wr_any *wr;
+	struct ib_sge *sge;
+	union ib_wr_any *inv;
+	struct ib_cqe inv_cqe;
+	struct zcx_ib_reg reg;
+	u64 cookie;
+	bool sent;
+	bool fin;
+	int status;
+	u64 len;
+	u64 tag;
+	void *msg;
+	u32 msg_len;
+	u64 msg_dma;
+	u64 data_dma;
+	union ib_wr_any wr1;
+	struct ib_sge sge2[2];
+	u8 small[sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_fin)];
 };
 
 /**
@@ -88,6 +204,7 @@ struct zcx_ib_tx {
  *		(passive, until zcx_ib_conn_kill()), by queued teardown work
  *		and by received messages zcx.ko holds.
  * @mutex:	see the lock order.
+ * @building:	see the lock order.
  * @lock:	see the lock order.
  * @state:	under @lock.
  * @status:	active: the outcome of connecting ...
@@ -101,8 +218,21 @@ struct zcx_ib_tx {
  * @peer_key:	... and its key, for the hello.
  * @ep:		passive: the endpoint (a reference) ...
  * @acc:	... and our entry on its list.
- * @tx_posted:	sends posted and not yet completed (under @lock).
- * @tx_waiting:	sends waiting for room (under @lock).
+ * @sq_depth:	entries of the send queue ...
+ * @sq_used:	... reserved by jobs posted (under @lock).
+ * @tx_waiting:	jobs waiting for room, in order (under @lock).
+ * @held:	jobs with registrations, posted or failed to (under @lock).
+ * @next_cookie: the next RTS's cookie (under @lock).
+ * @mrs:	idle fast-registration MRs, @nmrs of them (under @lock).
+ * @mr_pages:	pages one of them maps.
+ * @quiet_cqe:	the completion of unsignalled work requests, which only
+ *		completes when flushed or failed.
+ * @rx_size:	bytes of each receive buffer.
+ * @credits:	active: messages we may send, the peer having buffers posted
+ *		for them (under @lock).
+ * @owed:	passive: buffers posted again but not yet given back ...
+ * @credit_tx:	... by this CREDIT message ...
+ * @credit_busy: ... which is posted (under @lock).
  * @teardown:	zcx_ib_conn_kill() from zcx_ib_wq.
  * @list:	on zcx_ib_conns.
  * @base_ref:	passive: the reference of being connected is still held.
@@ -110,6 +240,7 @@ struct zcx_ib_tx {
 struct zcx_ib_conn {
 	struct kref ref;
 	struct mutex mutex;
+	struct rw_semaphore building;
 	spinlock_t lock;
 	enum zcx_ib_state state;
 	int status;
@@ -124,8 +255,20 @@ struct zcx_ib_conn {
 	u64 peer_key;
 	struct zcx_ep *ep;
 	struct zcx_accepted acc;
-	u32 tx_posted;
+	u32 sq_depth;
+	u32 sq_used;
 	struct list_head tx_waiting;
+	struct list_head held;
+	atomic64_t next_cookie;
+	struct list_head mrs;
+	u32 nmrs;
+	u32 mr_pages;
+	struct ib_cqe quiet_cqe;
+	u32 rx_size;
+	u32 credits;
+	u32 owed;
+	struct zcx_ib_tx *credit_tx;
+	bool credit_busy;
 	struct work_struct teardown;
 	struct list_head list;
 	bool base_ref;
@@ -138,5 +281,23 @@ void zcx_ib_listen_exit(void);
 void zcx_ib_device_gone(struct ib_device *ibdev);
 int zcx_ib_conn_init(void);
 void zcx_ib_conn_exit(void);
+void zcx_ib_conn_put(struct zcx_ib_conn *conn);
+void zcx_ib_conn_schedule_kill(struct zcx_ib_conn *conn);
+
+/* xfer.c */
+int zcx_ib_rx_fill(struct zcx_ib_conn *conn, u32 depth);
+void zcx_ib_release_rx(void *rx);
+void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op);
+void zcx_ib_pull(void *rx, struct zcx_op *recv, u64 len);
+void zcx_ib_jobs_fail(struct zcx_ib_conn *conn);
+int zcx_ib_credit_init(struct zcx_ib_conn *conn);
+void zcx_ib_credit_free(struct zcx_ib_conn *conn);
+void zcx_ib_quiet_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* mr.c */
+int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page **pages,
+		   u32 offset, u64 len, int access);
+void zcx_ib_reg_unmap(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg);
+void zcx_ib_mrs_free(struct zcx_ib_conn *conn);
 
 #endif /* ZCX_IB_H */

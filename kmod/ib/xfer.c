@@ -1,0 +1,938 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * xfer.c - messages on a zcx_ib connection.
+ *
+ * Up to ZCX_IB_INLINE bytes, a message is one SEND (EAGER) into a receive
+ * buffer the passive side posted.  A message zcx.ko has not received yet
+ * keeps its buffer; the buffer is posted again once the message is
+ * consumed.  So a slow receiver makes the sender's queue pair wait
+ * (receiver-not-ready retries, without limit): nothing is lost and no
+ * memory grows without bound.
+ *
+ * A longer message is a rendezvous: the sender registers its pinned pages
+ * for remote reading (mr.c) and SENDs an RTS naming the segments; once
+ * zcx.ko matched the RTS with a receive, the receiver registers that
+ * receive's pinned pages, RDMA READs the message straight into them and
+ * SENDs a FIN.  The sender then invalidates its registrations and only
+ * then completes the send, which lets go of its pages.  Each side's
+ * device touches user pages only while zcx.ko holds them busy.
+ *
+ * Everything a connection posts is a job (struct zcx_ib_tx): a chain of
+ * work requests, the last signalled, reserving its entries of the send
+ * queue.  Jobs post in order; one that does not fit waits.  A job that
+ * holds registrations (RTS, PULL) is on conn->held from posting to its
+ * end, so that a teardown (zcx_ib_jobs_fail(), after draining the queue
+ * pair) ends those the device never completed.
+ */
+#include <linux/slab.h>
+
+#include "zcx_ib.h"
+
+/* An accepted connection's receive buffers are pages. */
+#define ZCX_IB_RX_SIZE	PAGE_SIZE
+static_assert(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE <= ZCX_IB_RX_SIZE);
+static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_fin) <= ZCX_IB_REPLY_SIZE);
+static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_rts) +
+	      ZCX_IB_MAX_SEGS * sizeof(struct zcx_ib_seg) <= ZCX_IB_RX_SIZE);
+
+/* --- receive buffers ------------------------------------------------------ */
+
+static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
+{
+	struct zcx_ib_rx *rx = kmalloc(sizeof(*rx), GFP_KERNEL);
+
+	if (!rx)
+		return NULL;
+	rx->buf = kmalloc(conn->rx_size, GFP_KERNEL);
+	if (!rx->buf) {
+		kfree(rx);
+		return NULL;
+	}
+	rx->conn = conn;
+	rx->dma = 0;
+	return rx;
+}
+
+/* @rx is not mapped (any more). */
+static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
+{
+	kfree(rx->buf);
+	kfree(rx);
+}
+
+static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/* Post @rx; conn->lock held.  0, or -errno (the caller keeps @rx). */
+static int zcx_ib_rx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
+{
+	struct ib_recv_wr wr = {};
+	struct ib_sge sge;
+	int ret;
+
+	if (conn->state == ZCX_IB_DEAD)
+		return -ECONNRESET;
+	rx->dma = ib_dma_map_single(conn->ibdev, rx->buf, conn->rx_size, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, rx->dma)) {
+		rx->dma = 0;
+		return -ENOMEM;
+	}
+	sge.addr = rx->dma;
+	sge.length = conn->rx_size;
+	sge.lkey = conn->pd->local_dma_lkey;
+	rx->cqe.done = zcx_ib_rx_done;
+	wr.wr_cqe = &rx->cqe;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	ret = ib_post_recv(conn->qp, &wr, NULL);
+	if (ret) {
+		ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
+		rx->dma = 0;
+	}
+	return ret;
+}
+
+static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn);
+
+/*
+ * Post @rx again, or free it if the connection is dead.  A buffer of an
+ * accepted connection is then owed to the sender, who waits for its
+ * credit (and so is never told "receiver not ready").
+ */
+static void zcx_ib_rx_repost(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
+{
+	int ret;
+
+	spin_lock(&conn->lock);
+	ret = zcx_ib_rx_post_locked(conn, rx);
+	if (!ret && conn->passive) {
+		conn->owed++;
+		zcx_ib_credit_post_locked(conn);
+	}
+	spin_unlock(&conn->lock);
+	if (ret)
+		zcx_ib_rx_free(rx);
+}
+
+/* zcx.ko consumed the message in @rx: post the buffer again, or free it. */
+void zcx_ib_release_rx(void *arg)
+{
+	struct zcx_ib_rx *rx = arg;
+	struct zcx_ib_conn *conn = rx->conn;
+
+	zcx_ib_rx_repost(conn, rx);
+	zcx_ib_conn_put(conn);
+}
+
+/* --- credits --------------------------------------------------------------- */
+
+/*
+ * Flow control.  The active side sends a message only with a credit: it
+ * starts with ZCX_IB_RX_DEPTH, one per buffer of the passive side, and
+ * gets one back each time the passive side posted a buffer again, in a
+ * CREDIT message that carries all owed so far; one is in flight at a
+ * time, the next carrying what was owed meanwhile.  So no SEND ever meets
+ * a receiver without a buffer: receiver-not-ready retries, besides being
+ * slow, make Soft-RoCE replay the registrations queued behind the SEND,
+ * which then fail.
+ */
+static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
+{
+	struct zcx_ib_tx *tx = conn->credit_tx;
+	struct zcx_ib_hdr *hdr;
+
+	if (!tx || conn->credit_busy || !conn->owed || conn->state != ZCX_IB_LIVE ||
+	    conn->sq_used >= conn->sq_depth)
+		return;
+	hdr = tx->msg;
+	hdr->credits = cpu_to_le16(conn->owed);
+	ib_dma_sync_single_for_device(conn->ibdev, tx->msg_dma, tx->msg_len, DMA_TO_DEVICE);
+	if (ib_post_send(conn->qp, &tx->wr[0].send, NULL)) {
+		zcx_ib_conn_schedule_kill(conn);
+		return;
+	}
+	conn->owed = 0;
+	conn->credit_busy = true;
+	conn->sq_used++;
+}
+
+static void zcx_ib_credit_sent(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
+	struct zcx_ib_conn *conn = tx->conn;
+
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		zcx_ib_conn_schedule_kill(conn);
+	spin_lock(&conn->lock);
+	conn->credit_busy = false;
+	conn->sq_used--;
+	zcx_ib_credit_post_locked(conn);
+	spin_unlock(&conn->lock);
+}
+
+
+/* Post @depth receive buffers on @conn. */
+int zcx_ib_rx_fill(struct zcx_ib_conn *conn, u32 depth)
+{
+	struct zcx_ib_rx *rx;
+	int ret = 0;
+	u32 i;
+
+	for (i = 0; i < depth && !ret; i++) {
+		rx = zcx_ib_rx_alloc(conn);
+		if (!rx)
+			return -ENOMEM;
+		spin_lock(&conn->lock);
+		ret = zcx_ib_rx_post_locked(conn, rx);
+		spin_unlock(&conn->lock);
+		if (ret)
+			zcx_ib_rx_free(rx);
+	}
+	return ret;
+}
+
+/* --- jobs ------------------------------------------------------------------ */
+
+static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs);
+
+/* Link the first @n work requests of @wr into a chain. */
+static void zcx_ib_wr_chain(union ib_wr_any *wr, u32 n)
+{
+	u32 i;
+
+	for (i = 0; i + 1 < n; i++)
+		wr[i].send.next = &wr[i + 1].send;
+}
+
+/*
+ * Before building a job on @conn's PD and device: false if the connection
+ * is dead (they may be gone), else up_read(&conn->building) when built.
+ */
+static bool zcx_ib_build_begin(struct zcx_ib_conn *conn)
+{
+	down_read(&conn->building);
+	if (READ_ONCE(conn->state) == ZCX_IB_LIVE)
+		return true;
+	up_read(&conn->building);
+	return false;
+}
+
+/* A job of @type for @op, charged to the process it works for. */
+static struct zcx_ib_tx *zcx_ib_job_alloc(struct zcx_ib_conn *conn, enum zcx_ib_job_type type,
+					  struct zcx_op *op)
+{
+	struct zcx_ib_tx *tx = kzalloc(sizeof(*tx), GFP_KERNEL_ACCOUNT);
+
+	if (!tx)
+		return NULL;
+	tx->conn = conn;
+	tx->type = type;
+	tx->op = op;
+	tx->wr = &tx->wr1;
+	tx->sge = tx->sge2;
+	tx->msg = tx->small;
+	return tx;
+}
+
+/* Room for @nwr work requests and @nsge scatter entries in @tx. */
+static int zcx_ib_job_wrs(struct zcx_ib_tx *tx, u32 nwr, u32 nsge)
+{
+	union ib_wr_any *wr;
+	struct ib_sge *sge;
+
+	tx->wrs = nwr;
+	if (nwr > 1) {
+		wr = kcalloc(nwr, sizeof(*wr), GFP_KERNEL_ACCOUNT);
+		if (!wr)
+			return -ENOMEM;
+		tx->wr = wr;
+	}
+	if (nsge > ARRAY_SIZE(tx->sge2)) {
+		sge = kcalloc(nsge, sizeof(*sge), GFP_KERNEL_ACCOUNT);
+		if (!sge)
+			return -ENOMEM;
+		tx->sge = sge;
+	}
+	zcx_ib_wr_chain(tx->wr, nwr);
+	return 0;
+}
+
+/* Map the message @tx sends (tx->msg, tx->msg_len bytes). */
+static int zcx_ib_msg_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	tx->msg_dma = ib_dma_map_single(conn->ibdev, tx->msg, tx->msg_len, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, tx->msg_dma)) {
+		tx->msg_dma = 0;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * The end of @tx, off every list: undo its mappings and registrations,
+ * complete its operation with @res and free it.
+ */
+static void zcx_ib_job_end(struct zcx_ib_tx *tx, int res)
+{
+	struct zcx_ib_conn *conn = tx->conn;
+	struct zcx_ib_rx *rx = tx->rx;
+
+	if (tx->started)
+		zcx_ib_sq_release(conn, tx->wrs);
+	if (tx->msg_dma)
+		ib_dma_unmap_single(conn->ibdev, tx->msg_dma, tx->msg_len, DMA_TO_DEVICE);
+	if (tx->data_dma)
+		ib_dma_unmap_single(conn->ibdev, tx->data_dma, tx->len, DMA_TO_DEVICE);
+	zcx_ib_reg_unmap(conn, &tx->reg);
+	if (tx->type == ZCX_IB_JOB_PULL)
+		zcx_op_pulled(tx->op, res, tx->len, tx->tag);
+	else
+		zcx_op_complete(tx->op, res, res ? 0 : tx->len, 0);
+	if (tx->wr != &tx->wr1)
+		kfree(tx->wr);
+	if (tx->sge != tx->sge2)
+		kfree(tx->sge);
+	if (tx->msg != tx->small)
+		kfree(tx->msg);
+	kfree(tx->inv);
+	kfree(tx);
+	/* Last: the buffer may hold the last reference to the connection. */
+	if (rx)
+		zcx_ib_release_rx(rx);
+}
+
+/* A message to the passive side takes a credit. */
+static bool zcx_ib_job_takes_credit(const struct zcx_ib_tx *tx)
+{
+	return tx->type == ZCX_IB_JOB_EAGER || tx->type == ZCX_IB_JOB_RTS;
+}
+
+/* Whether @tx may be posted now: room in the send queue, and a credit. */
+static bool zcx_ib_job_fits_locked(const struct zcx_ib_conn *conn, const struct zcx_ib_tx *tx)
+{
+	return conn->sq_used + tx->wrs <= conn->sq_depth &&
+	       (conn->credits || !zcx_ib_job_takes_credit(tx));
+}
+
+/*
+ * Post @tx's chain.  conn->lock held.  A job with registrations goes on
+ * conn->held first; one that fails to post (the connection is broken,
+ * and part of the chain may be posted) goes there too, for the teardown
+ * the caller schedules.
+ */
+static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	int ret;
+
+	if (tx->type != ZCX_IB_JOB_EAGER)
+		list_add_tail(&tx->link, &conn->held);
+	ret = ib_post_send(conn->qp, &tx->wr[0].send, NULL);
+	if (ret) {
+		if (tx->type == ZCX_IB_JOB_EAGER)
+			list_add_tail(&tx->link, &conn->held);
+		return ret;
+	}
+	tx->started = true;
+	conn->sq_used += tx->wrs;
+	if (zcx_ib_job_takes_credit(tx))
+		conn->credits--;
+	return 0;
+}
+
+/*
+ * Post @tx now, if the queue has room and no job waits before it, or let
+ * it wait.  0, or -errno: @tx is not ours any more either way, but on an
+ * error the caller schedules the teardown.
+ */
+static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	int ret = 0;
+
+	spin_lock(&conn->lock);
+	if (conn->state != ZCX_IB_LIVE) {
+		spin_unlock(&conn->lock);
+		zcx_ib_job_end(tx, -ECONNRESET);
+		return 0;
+	}
+	if (list_empty(&conn->tx_waiting) && zcx_ib_job_fits_locked(conn, tx))
+		ret = zcx_ib_job_start_locked(conn, tx);
+	else
+		list_add_tail(&tx->link, &conn->tx_waiting);
+	spin_unlock(&conn->lock);
+	return ret;
+}
+
+/* Give back @wrs entries of the send queue and post the jobs that waited. */
+static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs)
+{
+	struct zcx_ib_tx *tx;
+	int ret = 0;
+
+	spin_lock(&conn->lock);
+	conn->sq_used -= wrs;
+	while (!ret && conn->state == ZCX_IB_LIVE) {
+		tx = list_first_entry_or_null(&conn->tx_waiting, struct zcx_ib_tx, link);
+		if (!tx || !zcx_ib_job_fits_locked(conn, tx))
+			break;
+		list_del(&tx->link);
+		ret = zcx_ib_job_start_locked(conn, tx);
+	}
+	zcx_ib_credit_post_locked(conn);
+	spin_unlock(&conn->lock);
+	if (ret)
+		zcx_ib_conn_schedule_kill(conn);
+}
+
+/*
+ * The queue pair is drained (nothing of ours is posted any more): end the
+ * jobs that wait or that the device left unfinished.
+ */
+void zcx_ib_jobs_fail(struct zcx_ib_conn *conn)
+{
+	struct zcx_ib_tx *tx, *tmp;
+	LIST_HEAD(jobs);
+
+	spin_lock(&conn->lock);
+	list_splice_init(&conn->tx_waiting, &jobs);
+	list_splice_tail_init(&conn->held, &jobs);
+	spin_unlock(&conn->lock);
+	list_for_each_entry_safe(tx, tmp, &jobs, link) {
+		list_del(&tx->link);
+		zcx_ib_job_end(tx, -ECONNRESET);
+	}
+}
+
+/* Unsignalled work requests complete only when flushed or failed. */
+void zcx_ib_quiet_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_conn *conn = container_of(wc->wr_cqe, struct zcx_ib_conn, quiet_cqe);
+
+	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
+		zcx_ib_conn_schedule_kill(conn);
+}
+
+/* A signalled job's completion: the error that breaks the connection. */
+static int zcx_ib_wc_result(struct zcx_ib_conn *conn, const struct ib_wc *wc)
+{
+	if (wc->status == IB_WC_SUCCESS)
+		return 0;
+	if (wc->status != IB_WC_WR_FLUSH_ERR)
+		zcx_ib_conn_schedule_kill(conn);
+	return -ECONNRESET;
+}
+
+/* A job's last work request completed: so did the job. */
+static void zcx_ib_job_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
+	struct zcx_ib_conn *conn = tx->conn;
+	int res = zcx_ib_wc_result(conn, wc);
+
+	if (tx->type != ZCX_IB_JOB_EAGER) {
+		spin_lock(&conn->lock);
+		list_del(&tx->link);
+		spin_unlock(&conn->lock);
+	}
+	zcx_ib_job_end(tx, res ? res : tx->status);
+}
+
+/* --- work requests ------------------------------------------------------- */
+
+/* @tx's message as the SEND @wr, signalled, with @sge its first entry. */
+static void zcx_ib_wr_send(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, struct ib_send_wr *wr,
+			   struct ib_sge *sge, u32 nsge)
+{
+	wr->opcode = IB_WR_SEND;
+	wr->sg_list = sge;
+	wr->num_sge = nsge;
+	wr->send_flags = IB_SEND_SIGNALED;
+	wr->wr_cqe = &tx->cqe;
+	sge->addr = tx->msg_dma;
+	sge->length = tx->msg_len;
+	sge->lkey = conn->pd->local_dma_lkey;
+}
+
+/* An accepted connection's CREDIT message, made once; 0 or -errno. */
+int zcx_ib_credit_init(struct zcx_ib_conn *conn)
+{
+	struct zcx_ib_tx *tx = zcx_ib_job_alloc(conn, ZCX_IB_JOB_CREDIT, NULL);
+	struct zcx_ib_hdr *hdr;
+
+	if (!tx)
+		return -ENOMEM;
+	hdr = tx->msg;
+	hdr->type = ZCX_IB_CREDIT;
+	tx->msg_len = sizeof(*hdr);
+	if (zcx_ib_msg_map(conn, tx)) {
+		kfree(tx);
+		return -ENOMEM;
+	}
+	tx->cqe.done = zcx_ib_credit_sent;
+	zcx_ib_wr_send(conn, tx, &tx->wr[0].send, &tx->sge[0], 1);
+	conn->credit_tx = tx;
+	return 0;
+}
+
+/* The queue pair is drained: the CREDIT message is not posted. */
+void zcx_ib_credit_free(struct zcx_ib_conn *conn)
+{
+	struct zcx_ib_tx *tx = conn->credit_tx;
+
+	if (!tx)
+		return;
+	ib_dma_unmap_single(conn->ibdev, tx->msg_dma, tx->msg_len, DMA_TO_DEVICE);
+	kfree(tx);
+	conn->credit_tx = NULL;
+}
+
+/* Registration work requests for @reg, from @wr on. */
+static void zcx_ib_wr_reg(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg,
+			  union ib_wr_any *wr, int access)
+{
+	u32 i;
+
+	for (i = 0; i < reg->nmr; i++) {
+		wr[i].reg.wr.opcode = IB_WR_REG_MR;
+		wr[i].reg.wr.wr_cqe = &conn->quiet_cqe;
+		wr[i].reg.mr = reg->mr[i];
+		wr[i].reg.key = reg->mr[i]->rkey;
+		wr[i].reg.access = access;
+	}
+}
+
+/* Invalidation work requests for @reg, from @wr on, the first fenced. */
+static void zcx_ib_wr_inv(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, union ib_wr_any *wr)
+{
+	u32 i;
+
+	for (i = 0; i < reg->nmr; i++) {
+		wr[i].send.opcode = IB_WR_LOCAL_INV;
+		wr[i].send.wr_cqe = &conn->quiet_cqe;
+		wr[i].send.ex.invalidate_rkey = reg->mr[i]->rkey;
+		wr[i].send.send_flags = i ? 0 : IB_SEND_FENCE;
+	}
+}
+
+/* --- sending --------------------------------------------------------------- */
+
+/* An inline send: header and payload, two scatter entries, one SEND. */
+static int zcx_ib_eager_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, const void *data,
+			    u64 len, u64 tag)
+{
+	struct zcx_ib_hdr *hdr = tx->msg;
+	int ret;
+
+	tx->len = len;
+	ret = zcx_ib_job_wrs(tx, 1, 2);
+	if (ret)
+		return ret;
+	hdr->tag = cpu_to_le64(tag);
+	hdr->len = cpu_to_le32(len);
+	hdr->type = ZCX_IB_EAGER;
+	tx->msg_len = sizeof(*hdr);
+	ret = zcx_ib_msg_map(conn, tx);
+	if (ret)
+		return ret;
+	tx->cqe.done = zcx_ib_job_done;
+	zcx_ib_wr_send(conn, tx, &tx->wr[0].send, &tx->sge[0], len ? 2 : 1);
+	if (!len)
+		return 0;
+	/* The payload straight from the operation's buffer. */
+	tx->data_dma = ib_dma_map_single(conn->ibdev, (void *)data, len, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, tx->data_dma)) {
+		tx->data_dma = 0;
+		return -ENOMEM;
+	}
+	tx->sge[1].addr = tx->data_dma;
+	tx->sge[1].length = len;
+	tx->sge[1].lkey = conn->pd->local_dma_lkey;
+	return 0;
+}
+
+/* Invalidate an RTS's registrations: its RTS was sent and its FIN came. */
+static void zcx_ib_rts_inv_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	/* Not posted: the teardown ends it, the queue pair being dead. */
+	if (conn->state != ZCX_IB_LIVE || ib_post_send(conn->qp, &tx->inv[0].send, NULL))
+		zcx_ib_conn_schedule_kill(conn);
+}
+
+/* An RTS's SEND completed: on an error, no FIN can come. */
+static void zcx_ib_rts_sent(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
+	struct zcx_ib_conn *conn = tx->conn;
+	int res = zcx_ib_wc_result(conn, wc);
+
+	spin_lock(&conn->lock);
+	if (res) {
+		list_del(&tx->link);
+	} else {
+		tx->sent = true;
+		if (tx->fin)
+			zcx_ib_rts_inv_locked(conn, tx);
+	}
+	spin_unlock(&conn->lock);
+	if (res)
+		zcx_ib_job_end(tx, res);
+}
+
+/* An RTS's registrations are invalid again: the send is done. */
+static void zcx_ib_rts_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, inv_cqe);
+	struct zcx_ib_conn *conn = tx->conn;
+	int res = zcx_ib_wc_result(conn, wc);
+
+	spin_lock(&conn->lock);
+	list_del(&tx->link);
+	spin_unlock(&conn->lock);
+	zcx_ib_job_end(tx, res ? res : tx->status);
+}
+
+/*
+ * A rendezvous send: register the pages for the peer to read, then SEND
+ * the RTS; once it is sent and its FIN came, invalidate, and only then
+ * complete the send.
+ */
+static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u64 len, u64 tag)
+{
+	struct zcx_ib_hdr *hdr;
+	struct zcx_ib_rts *rts;
+	struct page **pages;
+	u32 offset, i, nmr;
+	int ret;
+
+	tx->len = len;
+	pages = zcx_op_pages(tx->op, &offset);
+	if (!pages)
+		return -EFAULT;
+	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, IB_ACCESS_REMOTE_READ);
+	if (ret)
+		return ret;
+	nmr = tx->reg.nmr;
+	ret = zcx_ib_job_wrs(tx, nmr + 1, 1);
+	if (ret)
+		return ret;
+	/* The invalidations are reserved too: they must not wait. */
+	tx->wrs = 2 * nmr + 1;
+	if (tx->wrs > conn->sq_depth)
+		return -EMSGSIZE;
+	tx->msg_len = sizeof(*hdr) + struct_size(rts, segs, nmr);
+	tx->msg = kzalloc(tx->msg_len, GFP_KERNEL_ACCOUNT);
+	tx->inv = kcalloc(nmr, sizeof(*tx->inv), GFP_KERNEL_ACCOUNT);
+	if (!tx->msg || !tx->inv) {
+		if (!tx->msg)
+			tx->msg = tx->small;
+		return -ENOMEM;
+	}
+	hdr = tx->msg;
+	rts = tx->msg + sizeof(*hdr);
+	hdr->tag = cpu_to_le64(tag);
+	hdr->len = cpu_to_le32(tx->msg_len - sizeof(*hdr));
+	hdr->type = ZCX_IB_RTS;
+	tx->cookie = atomic64_inc_return(&conn->next_cookie);
+	rts->len = cpu_to_le64(len);
+	rts->cookie = cpu_to_le64(tx->cookie);
+	rts->nseg = cpu_to_le32(nmr);
+	for (i = 0; i < nmr; i++) {
+		rts->segs[i].addr = cpu_to_le64(tx->reg.mr[i]->iova);
+		rts->segs[i].len = cpu_to_le32(tx->reg.mr[i]->length);
+		rts->segs[i].rkey = cpu_to_le32(tx->reg.mr[i]->rkey);
+	}
+	ret = zcx_ib_msg_map(conn, tx);
+	if (ret)
+		return ret;
+	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, IB_ACCESS_REMOTE_READ);
+	tx->cqe.done = zcx_ib_rts_sent;
+	zcx_ib_wr_send(conn, tx, &tx->wr[nmr].send, &tx->sge[0], 1);
+	zcx_ib_wr_inv(conn, &tx->reg, tx->inv);
+	zcx_ib_wr_chain(tx->inv, nmr);
+	tx->inv_cqe.done = zcx_ib_rts_done;
+	tx->inv[nmr - 1].send.send_flags |= IB_SEND_SIGNALED;
+	tx->inv[nmr - 1].send.wr_cqe = &tx->inv_cqe;
+	return 0;
+}
+
+void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
+{
+	struct zcx_ib_conn *conn = zcx_conn_remote(zconn);
+	bool eager;
+	struct zcx_ib_tx *tx;
+	const void *data;
+	u64 len, tag;
+	int ret;
+
+	zcx_op_payload(op, &data, &len, &tag);
+	eager = len <= ZCX_IB_INLINE;
+	tx = zcx_ib_job_alloc(conn, eager ? ZCX_IB_JOB_EAGER : ZCX_IB_JOB_RTS, op);
+	if (!tx) {
+		zcx_op_complete(op, -ENOMEM, 0, 0);
+		return;
+	}
+	if (!zcx_ib_build_begin(conn)) {
+		zcx_ib_job_end(tx, -ECONNRESET);
+		return;
+	}
+	ret = eager ? zcx_ib_eager_job(conn, tx, data, len, tag) :
+		      zcx_ib_rts_job(conn, tx, len, tag);
+	if (ret)
+		zcx_ib_job_end(tx, ret);
+	else if (zcx_ib_job_submit(conn, tx))
+		zcx_ib_conn_schedule_kill(conn);
+	up_read(&conn->building);
+}
+
+/* --- receiving ------------------------------------------------------------ */
+
+/* A FIN for an RTS of ours: invalidate, once the RTS's SEND completed. */
+static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin, u32 len)
+{
+	u64 cookie = le64_to_cpu(fin->cookie);
+	int status = (int)le32_to_cpu(fin->status);
+	struct zcx_ib_tx *tx;
+	int ret = -EPROTO;
+
+	if (len != sizeof(*fin) || status > 0 || status < -MAX_ERRNO)
+		return -EPROTO;
+	spin_lock(&conn->lock);
+	list_for_each_entry(tx, &conn->held, link) {
+		if (tx->type != ZCX_IB_JOB_RTS || tx->cookie != cookie || tx->fin)
+			continue;
+		tx->fin = true;
+		tx->status = status;
+		if (tx->sent)
+			zcx_ib_rts_inv_locked(conn, tx);
+		ret = 0;
+		break;
+	}
+	spin_unlock(&conn->lock);
+	return ret;
+}
+
+/* @n credits came back (a CREDIT message with a @len-byte body). */
+static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n, u32 len)
+{
+	int ret = -EPROTO;
+
+	spin_lock(&conn->lock);
+	if (!len && n && conn->credits + n <= ZCX_IB_RX_DEPTH) {
+		conn->credits += n;
+		ret = 0;
+	}
+	spin_unlock(&conn->lock);
+	return ret;
+}
+
+/* Whether the RTS of @len bytes at @rts is well formed. */
+static bool zcx_ib_rts_valid(const struct zcx_ib_rts *rts, u32 len)
+{
+	u32 i, nseg;
+	u64 sum = 0;
+
+	if (len < sizeof(*rts))
+		return false;
+	nseg = le32_to_cpu(rts->nseg);
+	if (!nseg || nseg > ZCX_IB_MAX_SEGS || len != struct_size(rts, segs, nseg))
+		return false;
+	for (i = 0; i < nseg; i++)
+		sum += le32_to_cpu(rts->segs[i].len);
+	return sum == le64_to_cpu(rts->len) && sum > ZCX_IB_INLINE;
+}
+
+/*
+ * A message arrived: a passive connection hands EAGER and RTS messages
+ * to zcx.ko, which holds the buffer until it consumed the message; an
+ * active one takes FINs.  Anything else is not our protocol: the peer is
+ * broken, and the connection goes.
+ */
+static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_rx *rx = container_of(wc->wr_cqe, struct zcx_ib_rx, cqe);
+	struct zcx_ib_conn *conn = rx->conn;
+	const struct zcx_ib_hdr *hdr = (const void *)rx->buf;
+	void *body = rx->buf + sizeof(*hdr);
+	u64 tag, msg_len;
+	int ret = -EPROTO;
+	u32 len;
+
+	ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
+	rx->dma = 0;
+	if (wc->status != IB_WC_SUCCESS) {
+		/* Flushed by a teardown, or the connection broke. */
+		zcx_ib_rx_free(rx);
+		if (wc->status != IB_WC_WR_FLUSH_ERR)
+			zcx_ib_conn_schedule_kill(conn);
+		return;
+	}
+	len = le32_to_cpu(hdr->len);
+	tag = le64_to_cpu(hdr->tag);
+	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr))
+		goto broken;
+	if (!conn->passive) {
+		if (hdr->type == ZCX_IB_CREDIT ? zcx_ib_credit(conn, le16_to_cpu(hdr->credits), len) :
+		    hdr->type != ZCX_IB_FIN || zcx_ib_fin(conn, body, len))
+			goto broken;
+		zcx_ib_rx_repost(conn, rx);
+		/* Post what waited for the credits. */
+		zcx_ib_sq_release(conn, 0);
+		return;
+	}
+	if (hdr->type == ZCX_IB_EAGER) {
+		msg_len = len;
+	} else if (hdr->type == ZCX_IB_RTS && zcx_ib_rts_valid(body, len)) {
+		msg_len = le64_to_cpu(((struct zcx_ib_rts *)body)->len);
+		body = NULL;
+	} else {
+		goto broken;
+	}
+	/* zcx.ko holds the buffer, and so the connection, until consumed. */
+	kref_get(&conn->ref);
+	ret = zcx_ep_deliver(conn->ep, tag, body, msg_len, rx);
+	if (!ret)
+		return;
+	zcx_ib_conn_put(conn);
+broken:
+	zcx_ib_rx_free(rx);
+	zcx_ib_conn_schedule_kill(conn);
+}
+
+/*
+ * READs of the message in @rts into the MRs of @reg, @len bytes: each
+ * takes what one local MR and one remote segment have in common.  Fills
+ * @wr and @sge from their start; returns how many.
+ */
+static u32 zcx_ib_wr_reads(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg,
+			   const struct zcx_ib_rts *rts, u64 len, union ib_wr_any *wr,
+			   struct ib_sge *sge)
+{
+	u32 l = 0, r = 0, n = 0;
+	u64 loff = 0, roff = 0;
+
+	while (len) {
+		const struct ib_mr *mr = reg->mr[l];
+		const struct zcx_ib_seg *seg = &rts->segs[r];
+		u64 chunk = min3(len, mr->length - loff, le32_to_cpu(seg->len) - roff);
+
+		sge[n].addr = mr->iova + loff;
+		sge[n].length = chunk;
+		sge[n].lkey = mr->lkey;
+		wr[n].rdma.wr.opcode = IB_WR_RDMA_READ;
+		wr[n].rdma.wr.wr_cqe = &conn->quiet_cqe;
+		wr[n].rdma.wr.sg_list = &sge[n];
+		wr[n].rdma.wr.num_sge = 1;
+		wr[n].rdma.remote_addr = le64_to_cpu(seg->addr) + roff;
+		wr[n].rdma.rkey = le32_to_cpu(seg->rkey);
+		n++;
+		len -= chunk;
+		loff += chunk;
+		roff += chunk;
+		if (loff == mr->length) {
+			l++;
+			loff = 0;
+		}
+		if (roff == le32_to_cpu(seg->len)) {
+			r++;
+			roff = 0;
+		}
+	}
+	return n;
+}
+
+/*
+ * The chain of a pull of @len bytes: register the receive's pages, READ,
+ * invalidate (fenced: after the READs), leaving room for the FIN last.
+ * Returns the FIN's index in the chain, or -errno.
+ */
+static int zcx_ib_pull_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
+			     const struct zcx_ib_rts *rts, u64 len, u32 *fin_sge)
+{
+	u32 nseg = le32_to_cpu(rts->nseg), nmr, nread, offset;
+	struct page **pages;
+	int ret;
+
+	pages = zcx_op_pages(tx->op, &offset);
+	if (!pages)
+		return -EFAULT;
+	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, IB_ACCESS_LOCAL_WRITE);
+	if (ret)
+		return ret;
+	nmr = tx->reg.nmr;
+	/* At most one READ per local MR and per remote segment. */
+	ret = zcx_ib_job_wrs(tx, nmr + (nmr + nseg) + nmr + 1, nmr + nseg + 1);
+	if (ret)
+		return ret;
+	if (tx->wrs > conn->sq_depth)
+		return -EMSGSIZE;
+	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, IB_ACCESS_LOCAL_WRITE);
+	nread = zcx_ib_wr_reads(conn, &tx->reg, rts, len, tx->wr + nmr, tx->sge);
+	zcx_ib_wr_inv(conn, &tx->reg, tx->wr + nmr + nread);
+	*fin_sge = nread;
+	return 2 * nmr + nread;
+}
+
+/*
+ * zcx.ko matched the rendezvous message in @arg with receive @recv: read
+ * its first @len bytes into @recv's pinned pages, then tell the sender
+ * (FIN).  A pull that cannot be set up sends the FIN alone, with the
+ * error, which both sides' operations complete with.
+ */
+void zcx_ib_pull(void *arg, struct zcx_op *recv, u64 len)
+{
+	struct zcx_ib_rx *rx = arg;
+	struct zcx_ib_conn *conn = rx->conn;
+	const struct zcx_ib_hdr *rts_hdr = (const void *)rx->buf;
+	const struct zcx_ib_rts *rts = (const void *)(rts_hdr + 1);
+	struct zcx_ib_hdr *hdr;
+	struct zcx_ib_fin *fin;
+	struct zcx_ib_tx *tx;
+	u32 fin_sge = 0;
+	int ret, last = 0;
+
+	tx = zcx_ib_job_alloc(conn, ZCX_IB_JOB_PULL, recv);
+	if (!tx) {
+		zcx_op_complete(recv, -ENOMEM, 0, 0);
+		zcx_ib_conn_schedule_kill(conn);
+		zcx_ib_release_rx(rx);
+		return;
+	}
+	tx->rx = rx;
+	tx->len = le64_to_cpu(rts->len);
+	tx->tag = le64_to_cpu(rts_hdr->tag);
+	if (!zcx_ib_build_begin(conn)) {
+		zcx_ib_job_end(tx, -ECONNRESET);
+		return;
+	}
+	if (len)
+		last = zcx_ib_pull_chain(conn, tx, rts, len, &fin_sge);
+	if (last < 0) {
+		/* The FIN alone, first in what was allocated. */
+		tx->status = last;
+		zcx_ib_reg_unmap(conn, &tx->reg);
+		memset(tx->wr, 0, sizeof(*tx->wr));
+		last = 0;
+		fin_sge = 0;
+	}
+	tx->wrs = last + 1;
+	hdr = tx->msg;
+	fin = tx->msg + sizeof(*hdr);
+	tx->msg_len = sizeof(*hdr) + sizeof(*fin);
+	hdr->len = cpu_to_le32(sizeof(*fin));
+	hdr->type = ZCX_IB_FIN;
+	fin->cookie = rts->cookie;
+	fin->status = cpu_to_le32(tx->status);
+	ret = zcx_ib_msg_map(conn, tx);
+	if (ret)
+		goto fail;
+	tx->cqe.done = zcx_ib_job_done;
+	zcx_ib_wr_send(conn, tx, &tx->wr[last].send, &tx->sge[fin_sge], 1);
+	tx->wr[last].send.send_flags |= IB_SEND_FENCE;
+	tx->wr[last].send.next = NULL;
+	if (zcx_ib_job_submit(conn, tx))
+		zcx_ib_conn_schedule_kill(conn);
+	up_read(&conn->building);
+	return;
+fail:
+	zcx_ib_job_end(tx, ret);
+	zcx_ib_conn_schedule_kill(conn);
+	up_read(&conn->building);
+}

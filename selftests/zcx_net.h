@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * zcx_net.h - the selftests' network between two processes of this node:
+ * a Soft-RoCE device on a veth with an address, and zcx_ib.ko listening
+ * there (zcx_net_up()); endpoints then connect with ZCX_CONNECT_NET, so
+ * that their messages take the RDMA queue pairs though both processes are
+ * here.  zcx_net_down() checks that nothing holds zcx_ib any more, unloads
+ * it and removes the devices.  Needs root, iproute2's "ip" and "rdma",
+ * veth and rdma_rxe (modules or built in).
+ */
+#ifndef ZCX_NET_H
+#define ZCX_NET_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "zcx_module.h"
+#include "zcx_test.h"
+
+/* The devices the tests add, on a veth pair of their own. */
+#define VETH		"zcxibv0"
+#define VETH_PEER	"zcxibv1"
+#define RXE		"zcxib0"
+#define RXE_RENAMED	"zcxib1"
+#define NET_IP		"10.77.0.1"
+#define NET_PORT	7471
+
+/* Run a shell command quietly; its exit status. */
+static inline int run(const char *fmt, ...)
+{
+	char cmd[512];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	strncat(cmd, " >/dev/null 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	ret = system(cmd);
+	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
+}
+
+static inline bool rdma_device_exists(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", name);
+	return access(path, F_OK) == 0;
+}
+
+static inline bool netdev_exists(const char *name)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s", name);
+	return access(path, F_OK) == 0;
+}
+
+/* The backend's modules: ib_core and rdma_cm are modules on Debian's kernels. */
+static inline int load_backend_with(const char *params)
+{
+	if (!zcx_module_loaded("ib_core"))
+		run("modprobe ib_core");
+	if (!zcx_module_loaded("rdma_cm"))
+		run("modprobe rdma_cm");
+	return zcx_module_load("zcx_ib", params);
+}
+
+/* What a test (or one killed by the harness's timeout) left behind. */
+static inline void remove_test_devices(void)
+{
+	if (rdma_device_exists(RXE))
+		run("rdma link delete " RXE);
+	if (rdma_device_exists(RXE_RENAMED))
+		run("rdma link delete " RXE_RENAMED);
+	if (netdev_exists(VETH))
+		run("ip link del " VETH);
+}
+
+/* zcx_ib's references: connections hold it until their teardown ran. */
+static inline bool backend_idle(void)
+{
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		if (zcx_test_read_number("/sys/module/zcx_ib/refcnt") == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/*
+ * Whether the network can be set up here: root (modules, devices) and a
+ * zcx_ib module file.  If not, @why says why.
+ */
+static inline bool zcx_net_possible(const char **why)
+{
+	char path[4096];
+
+	*why = NULL;
+	if (geteuid() != 0)
+		*why = "needs root to load modules and add devices";
+	else if (!zcx_module_path("zcx_ib", path, sizeof(path)))
+		*why = "no zcx_ib module file (kernel without ib_core?)";
+	return !*why;
+}
+
+/* The devices, the address and zcx_ib listening on it; 0 or what failed. */
+static inline const char *zcx_net_up(void)
+{
+	if (zcx_module_loaded("zcx_ib") && zcx_module_unload("zcx_ib"))
+		return "unloading a zcx_ib left loaded";
+	remove_test_devices();
+	if (run("ip link add " VETH " type veth peer name " VETH_PEER))
+		return "ip link add";
+	if (run("ip addr add " NET_IP "/24 dev " VETH))
+		return "ip addr add";
+	if (run("ip link set " VETH " up && ip link set " VETH_PEER " up"))
+		return "ip link set up";
+	if (run("rdma link add " RXE " type rxe netdev " VETH))
+		return "rdma link add";
+	if (load_backend_with("listen=" NET_IP))
+		return "loading zcx_ib listen=" NET_IP;
+	return NULL;
+}
+
+/*
+ * Every connection torn down (nothing holds the backend), zcx_ib unloaded,
+ * the devices removed; NULL, or what was not so.
+ */
+static inline const char *zcx_net_down(void)
+{
+	const char *bad = NULL;
+
+	if (zcx_module_loaded("zcx_ib")) {
+		if (!backend_idle())
+			bad = "zcx_ib still held";
+		else if (zcx_module_unload("zcx_ib"))
+			bad = "zcx_ib did not unload";
+	}
+	remove_test_devices();
+	return bad;
+}
+
+#endif /* ZCX_NET_H */
