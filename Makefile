@@ -46,7 +46,7 @@ LIB_A    := $(BUILD)/lib/libzcx.a
 LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
-.PHONY: all lib verbs pmix module clean-module selftests examples zcxctl zcx_soak bench bench-all bench-reg bench-verbs \
+.PHONY: all lib verbs pmix module clean-module selftests examples zcxctl zcx_soak zcx_twonode bench bench-all bench-reg bench-verbs \
 	bench-xfer check check-quick demo \
 	vm-shell ktools dkms-install install uninstall deb clean help
 
@@ -56,6 +56,7 @@ help:
 	@echo "make                 library and selftests (userspace)"
 	@echo "make zcxctl          the operations tool, build/tools/zcxctl (needs libnl-genl-3-dev)"
 	@echo "make zcx_soak        the soak program, build/tools/zcx_soak (scripts/soak.sh runs it)"
+	@echo "make zcx_twonode     the two-node test, build/tools/zcx_twonode (scripts/vm-twonode.sh)"
 	@echo "make module          zcx.ko for KVER (default $(KVER)) in build/kmod-KVER"
 	@echo "make check           everything, both kernels, in QEMU (what CI runs)"
 	@echo "make check-quick     6.12 only, module from the tree, no DKMS/lint"
@@ -193,6 +194,16 @@ ZCX_SOAK := $(BUILD)/tools/zcx_soak
 zcx_soak: $(ZCX_SOAK)
 
 $(ZCX_SOAK): $(TOP)/tools/zcx_soak.c $(LIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
+
+# The two-node test (scripts/vm-twonode.sh runs it in two guests).
+ZCX_TWONODE := $(BUILD)/tools/zcx_twonode
+
+zcx_twonode: $(ZCX_TWONODE)
+
+$(ZCX_TWONODE): $(TOP)/tools/zcx_twonode.c $(LIB_SO) $(LIB_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx

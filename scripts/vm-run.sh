@@ -23,6 +23,10 @@
 #   -t, --timeout S    wall-clock limit for the VM (default 900, env
 #                      VM_TIMEOUT; none for --shell unless given)
 #   -o, --out DIR      run directory (default build/vm/run-<kernel>-<pid>)
+#       --netdev SPEC  give the guest a virtio NIC (eth0) on qemu's
+#                      "-netdev SPEC" (e.g. socket,listen=127.0.0.1:PORT)
+#       --mac MAC      with this MAC address (default 52:54:00:00:00:01);
+#                      scripts/vm-twonode.sh joins two guests this way
 #   -v, --verbose      stream the serial console to the terminal
 #   -q, --quiet        print only the command's output (the default)
 #   -h, --help
@@ -50,7 +54,7 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]}"; }
 die() { echo "vm-run: $*" >&2; exit 2; }
 
-kernel=6.12 mode=tree ko='' cmd='' shell=0 out='' verbose=0
+kernel=6.12 mode=tree ko='' cmd='' shell=0 out='' verbose=0 netdev='' mac=52:54:00:00:00:01
 timeout=${VM_TIMEOUT:-}
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -61,6 +65,8 @@ while [ $# -gt 0 ]; do
 	-s | --shell) shell=1 ;;
 	-t | --timeout) timeout=${2:?$1 needs an argument}; shift ;;
 	-o | --out) out=${2:?$1 needs an argument}; shift ;;
+	--netdev) netdev=${2:?$1 needs an argument}; shift ;;
+	--mac) mac=${2:?$1 needs an argument}; shift ;;
 	-v | --verbose) verbose=1 ;;
 	-q | --quiet) verbose=0 ;;
 	-h | --help) usage; exit 0 ;;
@@ -214,6 +220,8 @@ qemu=(qemu-system-x86_64 -nodefaults -no-reboot -display none
 	-virtfs "local,path=$top,mount_tag=zcxtree,$p9"
 	-virtfs "local,path=$out,mount_tag=zcxrun,$p9"
 	"${console[@]}")
+[ -z "$netdev" ] ||
+	qemu+=(-netdev "$netdev,id=net0" -device "virtio-net-pci,netdev=net0,mac=$mac")
 
 # --foreground: qemu must stay in the terminal's process group to read it.
 qrc=0
