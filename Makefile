@@ -47,7 +47,7 @@ LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
 .PHONY: all lib verbs pmix module clean-module selftests examples zcxctl zcx_soak zcx_twonode bench bench-all bench-reg bench-verbs \
-	bench-xfer check check-quick demo \
+	bench-xfer bench-net check check-quick demo \
 	vm-shell ktools dkms-install install uninstall deb clean help
 
 all: lib verbs pmix selftests examples zcxctl
@@ -72,6 +72,7 @@ help:
 	@echo "make bench-reg       registration benchmark in a 6.12 guest -> results/"
 	@echo "make bench-verbs     register-per-message over Soft-RoCE -> results/"
 	@echo "make bench-xfer      latency, bandwidth, barrier vs UCX, CMA, MPI -> results/"
+	@echo "make bench-net       zcx through zcx_ib vs perftest on Soft-RoCE -> results/"
 
 # --- kernel module ---------------------------------------------------------
 
@@ -273,6 +274,9 @@ bench-verbs:
 
 bench-xfer:
 	$(TOP)/scripts/bench-xfer.sh
+
+bench-net:
+	$(TOP)/scripts/bench-net.sh
 
 # --- selftests -------------------------------------------------------------
 

@@ -23,7 +23,10 @@
  * copied twice: into the kernel, then out).
  *
  * Usage: xfer_bench [-m enter|poll|both] [-T lat,bw,bar] [-r REPS] [-t MS]
- *                   [-N MAXPROCS]
+ *                   [-N MAXPROCS] [-n]
+ * -n: the pairs connect through the RDMA backend (ZCX_EP_NET endpoints,
+ * ZCX_CONNECT_NET; zcx_ib.ko must listen), system "zcx-net-enter" or
+ * "zcx-net-poll"; barriers are then not measured (they are per node).
  * Defaults: both modes, all tests, 3 repetitions, 200 ms per measurement,
  * barriers of 2, 4, 8 and 16 processes.  Prints the CSV rows described in
  * xfer_common.h, system "zcx-enter" or "zcx-poll".
@@ -58,6 +61,8 @@ struct ctl {
 
 static const char *sysname;
 static unsigned int ep_flags;
+/* -n: through the RDMA backend (zcx_ib.ko listening), not within the node. */
+static unsigned int connect_flags;
 
 static void fail(const char *who, const char *what, int err)
 {
@@ -157,7 +162,7 @@ static void responder(struct ctl *ctl, int go, int done, int addr_out, int addr_
 	zcx_ep_addr(ep, &mine);
 	xwrite(addr_out, &mine, sizeof(mine));
 	xread(addr_in, &theirs, sizeof(theirs));
-	ret = zcx_ep_connect(ep, &theirs, &peer);
+	ret = zcx_ep_connect_flags(ep, &theirs, connect_flags, &peer);
 	if (ret)
 		fail("responder", "zcx_ep_connect", ret);
 	xwrite(done, "c", 1);
@@ -284,7 +289,7 @@ static void pair_start(struct pair *p)
 	zcx_ep_addr(p->ep, &mine);
 	xwrite(a2b[1], &mine, sizeof(mine));
 	xread(b2a[0], &theirs, sizeof(theirs));
-	ret = zcx_ep_connect(p->ep, &theirs, &p->peer);
+	ret = zcx_ep_connect_flags(p->ep, &theirs, connect_flags, &p->peer);
 	if (ret)
 		fail("initiator", "zcx_ep_connect", ret);
 	xread(p->done, &c, 1);	/* the responder is connected too */
@@ -532,7 +537,7 @@ static void bench_bar(int nprocs, int reps, unsigned long long target)
 static void usage(void)
 {
 	fprintf(stderr, "usage: xfer_bench [-m enter|poll|both] [-T lat,bw,bar] [-r REPS] "
-		"[-t MS] [-N MAXPROCS]\n");
+		"[-t MS] [-N MAXPROCS] [-n]\n");
 	exit(2);
 }
 
@@ -544,8 +549,11 @@ int main(int argc, char **argv)
 	struct zcx_query q;
 	struct zcx *zcx;
 
-	while ((opt = getopt(argc, argv, "m:T:r:t:N:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:T:r:t:N:nh")) != -1) {
 		switch (opt) {
+		case 'n':
+			connect_flags = ZCX_CONNECT_NET;
+			break;
 		case 'm':
 			modes = optarg;
 			break;
@@ -588,8 +596,9 @@ int main(int argc, char **argv)
 			continue;
 		if (m == 1 && strcmp(modes, "poll") && strcmp(modes, "both"))
 			continue;
-		sysname = m ? "zcx-poll" : "zcx-enter";
-		ep_flags = m ? ZCX_EP_POLL : 0;
+		sysname = connect_flags ? (m ? "zcx-net-poll" : "zcx-net-enter") :
+					  (m ? "zcx-poll" : "zcx-enter");
+		ep_flags = (m ? ZCX_EP_POLL : 0) | (connect_flags ? ZCX_EP_NET : 0);
 		if (strstr(tests, "lat") || strstr(tests, "bw")) {
 			struct pair p;
 
@@ -600,7 +609,7 @@ int main(int argc, char **argv)
 				bench_bw(&p, reps, target);
 			pair_stop(&p);
 		}
-		if (strstr(tests, "bar"))
+		if (strstr(tests, "bar") && !connect_flags)
 			for (n = 2; n <= maxprocs; n *= 2)
 				bench_bar(n, reps, target);
 	}

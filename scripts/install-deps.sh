@@ -22,9 +22,9 @@ packages=(
 )
 for group in "$@"; do
 	case $group in
-	# Peers measured beside zcx: UCX, Open MPI; strace counts their syscalls;
+	# Peers measured beside zcx: UCX, Open MPI, perftest; strace counts their syscalls;
 	# gnuplot draws the figures.
-	--bench) packages+=(ucx-utils libopenmpi-dev strace gnuplot-nox) ;;
+	--bench) packages+=(ucx-utils libopenmpi-dev strace gnuplot-nox perftest) ;;
 	# Building the debug kernel (scripts/debug-kernel.sh).
 	--debug-kernel) packages+=(flex bison bc libelf-dev libssl-dev) ;;
 	# The memory churn beside the soak (scripts/soak.sh).

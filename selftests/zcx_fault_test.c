@@ -43,15 +43,16 @@ FIXTURE_VARIANT_ADD(fault, net) {
 
 FIXTURE_SETUP(fault)
 {
-	const char *why, *failed;
+	const char *why;
+	bool skip;
 
 	/* First: the teardown compares with it even after a skip. */
 	self->before = zcx_test_census();
 	if (variant->net) {
-		if (!zcx_net_possible(&why))
+		why = zcx_net_setup(&skip);
+		if (skip)
 			SKIP(return, "%s", why);
-		failed = zcx_net_up();
-		ASSERT_EQ(NULL, failed) TH_LOG("setting up the network: %s", failed);
+		ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
 		xconnect_flags = ZCX_CONNECT_NET;
 	}
 }

@@ -250,12 +250,12 @@ FIXTURE(net) {
 
 FIXTURE_SETUP(net)
 {
-	const char *why, *failed;
+	bool skip;
+	const char *why = zcx_net_setup(&skip);
 
-	if (!zcx_net_possible(&why))
+	if (skip)
 		SKIP(return, "%s", why);
-	failed = zcx_net_up();
-	ASSERT_EQ(NULL, failed) TH_LOG("setting up the network: %s", failed);
+	ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
 	xconnect_flags = ZCX_CONNECT_NET;
 }
 

@@ -111,7 +111,7 @@ static inline bool zcx_net_possible(const char **why)
 	return !*why;
 }
 
-/* The devices, the address and zcx_ib listening on it; 0 or what failed. */
+/* The devices, the address and zcx_ib listening on it; NULL or what failed. */
 static inline const char *zcx_net_up(void)
 {
 	if (zcx_module_loaded("zcx_ib") && zcx_module_unload("zcx_ib"))
@@ -128,6 +128,19 @@ static inline const char *zcx_net_up(void)
 	if (load_backend_with("listen=" NET_IP))
 		return "loading zcx_ib listen=" NET_IP;
 	return NULL;
+}
+
+/*
+ * A fixture's setup: NULL once the network is up, else why not, and
+ * *@skip whether that is a reason to skip (not root, no zcx_ib) rather
+ * than a failure.
+ */
+static inline const char *zcx_net_setup(bool *skip)
+{
+	const char *why;
+
+	*skip = !zcx_net_possible(&why);
+	return *skip ? why : zcx_net_up();
 }
 
 /*

@@ -62,18 +62,19 @@ FIXTURE_VARIANT_ADD(xfer, net_poll) {
 
 FIXTURE_SETUP(xfer)
 {
-	const char *why, *failed;
+	const char *why;
+	bool skip;
 
 	/* First: the teardown compares with it even after a skip. */
 	self->before = zcx_test_census();
 	if (variant->net) {
-		if (!zcx_net_possible(&why))
-			SKIP(return, "%s", why);
 		/* The debug kernel is slow enough with one variant over the network. */
 		if (zcx_test_slowdown() > 1 && variant->ep_flags & ZCX_EP_POLL)
 			SKIP(return, "slow guest: the net variant covers the network");
-		failed = zcx_net_up();
-		ASSERT_EQ(NULL, failed) TH_LOG("setting up the network: %s", failed);
+		why = zcx_net_setup(&skip);
+		if (skip)
+			SKIP(return, "%s", why);
+		ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
 		xconnect_flags = ZCX_CONNECT_NET;
 	}
 }

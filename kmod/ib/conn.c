@@ -188,12 +188,13 @@ static void zcx_ib_qp_destroy(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 {
 	if (conn->qp) {
 		ib_drain_qp(conn->qp);
+		/* Its tasks stopped too: no READ of the peer's is still copying. */
+		rdma_destroy_qp(id);
+		conn->qp = NULL;
 		/* Nothing is posted: end what the device left unfinished. */
 		zcx_ib_jobs_fail(conn);
 		zcx_ib_credit_free(conn);
 		zcx_ib_mrs_free(conn);
-		rdma_destroy_qp(id);
-		conn->qp = NULL;
 	}
 	if (conn->cq) {
 		ib_free_cq(conn->cq);

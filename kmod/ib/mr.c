@@ -90,6 +90,12 @@ int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page
 		n = ib_map_mr_sg(mr, sg, nents, &sg_offset, PAGE_SIZE);
 		if (n < 0 || !mr->length)
 			return n < 0 ? n : -EINVAL;
+		/*
+		 * The address the peer is told: not the DMA address (a kernel
+		 * or bus address), only its offset in the page, which the
+		 * registration needs.
+		 */
+		mr->iova = ((u64)reg->nmr << 32) | offset_in_page(mr->iova);
 		done += mr->length;
 		nents -= n;
 		while (n--)

@@ -109,8 +109,12 @@ static void zcx_ib_rx_repost(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 		zcx_ib_credit_post_locked(conn);
 	}
 	spin_unlock(&conn->lock);
-	if (ret)
-		zcx_ib_rx_free(rx);
+	if (!ret)
+		return;
+	zcx_ib_rx_free(rx);
+	/* A live connection cannot lose a buffer: its credit would be gone. */
+	if (ret != -ECONNRESET)
+		zcx_ib_conn_schedule_kill(conn);
 }
 
 /* zcx.ko consumed the message in @rx: post the buffer again, or free it. */
@@ -323,19 +327,26 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 {
 	int ret;
 
-	if (tx->type != ZCX_IB_JOB_EAGER)
-		list_add_tail(&tx->link, &conn->held);
-	ret = ib_post_send(conn->qp, &tx->wr[0].send, NULL);
-	if (ret) {
-		if (tx->type == ZCX_IB_JOB_EAGER)
-			list_add_tail(&tx->link, &conn->held);
-		return ret;
-	}
+	/*
+	 * Accounted before posting: once posted, the job may complete and be
+	 * freed at once (an EAGER job's completion takes no lock).
+	 */
 	tx->started = true;
 	conn->sq_used += tx->wrs;
 	if (zcx_ib_job_takes_credit(tx))
 		conn->credits--;
-	return 0;
+	if (tx->type != ZCX_IB_JOB_EAGER)
+		list_add_tail(&tx->link, &conn->held);
+	ret = ib_post_send(conn->qp, &tx->wr[0].send, NULL);
+	if (ret) {
+		tx->started = false;
+		conn->sq_used -= tx->wrs;
+		if (zcx_ib_job_takes_credit(tx))
+			conn->credits++;
+		if (tx->type == ZCX_IB_JOB_EAGER)
+			list_add_tail(&tx->link, &conn->held);
+	}
+	return ret;
 }
 
 /*
@@ -685,14 +696,14 @@ void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
 /* --- receiving ------------------------------------------------------------ */
 
 /* A FIN for an RTS of ours: invalidate, once the RTS's SEND completed. */
-static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin, u32 len)
+static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin)
 {
 	u64 cookie = le64_to_cpu(fin->cookie);
 	int status = (int)le32_to_cpu(fin->status);
 	struct zcx_ib_tx *tx;
 	int ret = -EPROTO;
 
-	if (len != sizeof(*fin) || status > 0 || status < -MAX_ERRNO)
+	if (status > 0 || status < -MAX_ERRNO)
 		return -EPROTO;
 	spin_lock(&conn->lock);
 	list_for_each_entry(tx, &conn->held, link) {
@@ -709,18 +720,45 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin, u3
 	return ret;
 }
 
-/* @n credits came back (a CREDIT message with a @len-byte body). */
-static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n, u32 len)
+/* @n credits came back. */
+static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n)
 {
 	int ret = -EPROTO;
 
 	spin_lock(&conn->lock);
-	if (!len && n && conn->credits + n <= ZCX_IB_RX_DEPTH) {
+	if (n && conn->credits + n <= ZCX_IB_RX_DEPTH) {
 		conn->credits += n;
 		ret = 0;
 	}
 	spin_unlock(&conn->lock);
 	return ret;
+}
+
+/*
+ * A reply came to an active connection in @rx: a FIN or a CREDIT (@n
+ * credits), with a @len-byte body.  The buffer is posted again first (a
+ * FIN's body copied out): the credits it brings may be spent at once, and
+ * there must be a buffer for every reply they can cause.
+ */
+static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, u8 type, u32 n, u32 len)
+{
+	struct zcx_ib_fin fin;
+	int ret = -EPROTO;
+
+	if (type == ZCX_IB_FIN && len == sizeof(fin))
+		memcpy(&fin, rx->buf + sizeof(struct zcx_ib_hdr), sizeof(fin));
+	else if (type != ZCX_IB_CREDIT || len)
+		goto broken;
+	zcx_ib_rx_repost(conn, rx);
+	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin) : zcx_ib_credit(conn, n);
+	if (ret)
+		zcx_ib_conn_schedule_kill(conn);
+	else
+		zcx_ib_sq_release(conn, 0);	/* what waited for the credits */
+	return;
+broken:
+	zcx_ib_rx_free(rx);
+	zcx_ib_conn_schedule_kill(conn);
 }
 
 /* Whether the RTS of @len bytes at @rts is well formed. */
@@ -769,12 +807,7 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr))
 		goto broken;
 	if (!conn->passive) {
-		if (hdr->type == ZCX_IB_CREDIT ? zcx_ib_credit(conn, le16_to_cpu(hdr->credits), len) :
-		    hdr->type != ZCX_IB_FIN || zcx_ib_fin(conn, body, len))
-			goto broken;
-		zcx_ib_rx_repost(conn, rx);
-		/* Post what waited for the credits. */
-		zcx_ib_sq_release(conn, 0);
+		zcx_ib_reply(conn, rx, hdr->type, le16_to_cpu(hdr->credits), len);
 		return;
 	}
 	if (hdr->type == ZCX_IB_EAGER) {
@@ -905,8 +938,11 @@ void zcx_ib_pull(void *arg, struct zcx_op *recv, u64 len)
 	if (len)
 		last = zcx_ib_pull_chain(conn, tx, rts, len, &fin_sge);
 	if (last < 0) {
-		/* The FIN alone, first in what was allocated. */
-		tx->status = last;
+		/*
+		 * The FIN alone, first in what was allocated.  Nothing moved:
+		 * not EMSGSIZE, which would say the receive holds a prefix.
+		 */
+		tx->status = last == -EMSGSIZE ? -ENOBUFS : last;
 		zcx_ib_reg_unmap(conn, &tx->reg);
 		memset(tx->wr, 0, sizeof(*tx->wr));
 		last = 0;

@@ -16,8 +16,10 @@
  *   zcx_ib_conns_mutex	the list of connections (a leaf);
  *   zcx_ib_conn.lock	spinlock: state, sends in flight and waiting,
  *				posting of work requests.
- * Completion handlers run on ib_core's completion workqueue and take only
- * conn->lock and what zcx.ko's delivery and completion take.
+ * Completion handlers run on ib_core's completion workqueue and take
+ * conn->lock and what zcx.ko's delivery and completion take; a message
+ * matched there is pulled there, which takes conn->building (read) and
+ * may sleep (allocating, registering).
  */
 #ifndef ZCX_IB_H
 #define ZCX_IB_H

@@ -1,0 +1,100 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# bench-net.sh [-k KERNEL] [-o DIR] [-q] - zcx through the RDMA backend
+# against the NIC's own tools.
+#
+# In one KERNEL guest (default 6.12): Soft-RoCE on a veth with 10.77.0.1
+# and zcx_ib listening there; two processes then measure, on that one
+# device, zcx through its queue pairs (build/bench/xfer_bench -n:
+# ping-pong latency, half the round trip, and streaming bandwidth, enter
+# and polling mode) and perftest (ib_send_lat for latency; ib_write_bw
+# and ib_read_bw, the operation zcx's rendezvous uses, for bandwidth).
+# zcx's figures include what perftest leaves out: matching, and
+# registering every message's pages with fast registration and
+# invalidating them (perftest registers its buffer once).  Writes
+# DIR/net.csv (system,test,bytes,value: ns or MB/s) and DIR/net.md
+# (default results/).  The guest is emulated: only ratios carry over.
+# -q: fewer sizes and shorter runs.
+set -euo pipefail
+
+bench_targets="lib bench"
+# Two busy-polling processes need a TCG thread each (see bench-xfer.sh).
+export VM_ACCEL=${VM_ACCEL:-tcg}
+# shellcheck source=bench-common.sh
+. "$(dirname "$0")/bench-common.sh"
+
+lat_sizes="8 4096 8192 65536 1048576"
+bw_sizes="65536 1048576 4194304"
+ms=300 iters=2000 bw_iters=300
+[ "$quick" = 0 ] || { lat_sizes="8 8192 1048576"; bw_sizes="1048576"; ms=100; iters=500; bw_iters=100; }
+
+echo "[2/3] running in the $kernel guest (a few minutes)"
+run=$top/build/vm/bench-net
+rm -rf "$run"
+"$top/scripts/vm-run.sh" --kernel "$kernel" --module tree -t 2400 -o "$run" \
+	--cmd "set -e
+	ip link add zcxbv0 type veth peer name zcxbv1
+	ip addr add 10.77.0.1/24 dev zcxbv0
+	ip link set zcxbv0 up; ip link set zcxbv1 up
+	modprobe rdma_rxe
+	rdma link add zcxb0 type rxe netdev zcxbv0
+	modprobe rdma_cm
+	insmod build/kmod-\$(uname -r)/zcx_ib.ko listen=10.77.0.1
+	csv='$run/net.csv'
+	echo system,test,bytes,value > \$csv
+	build/bench/xfer_bench -n -T lat,bw -r 1 -t $ms | awk -F, -v OFS=, \
+		'\$2 == \"lat\" || \$2 == \"bw\" { print \$1, \$2, \$3, \$5 }' >> \$csv
+	# perftest: a server, then its client on the same device.
+	pt() {
+		\"\$@\" > /dev/null 2>&1 & srv=\$!
+		for i in \$(seq 100); do ss -Hltn 'sport = :18515' | grep -q . && break; sleep 0.1; done
+		\"\$@\" 10.77.0.1 | awk '\$1 ~ /^[0-9]+\$/ && NF >= 5'
+		wait \$srv
+	}
+	for s in $lat_sizes; do
+		pt ib_send_lat -d zcxb0 -F -s \$s -n $iters |
+			awk -v s=\$s '{ printf \"perftest,lat,%d,%.0f\\n\", s, \$6 * 1000 }' >> \$csv
+	done
+	for s in $bw_sizes; do
+		for t in write read; do
+			pt ib_\${t}_bw -d zcxb0 -F -s \$s -n $bw_iters |
+				awk -v s=\$s -v t=\$t '{ printf \"perftest-%s,bw,%d,%.1f\\n\", t, s, \$4 * 1.048576 }' >> \$csv
+		done
+	done"
+cp "$run/net.csv" "$out/net.csv"
+
+echo "[3/3] report"
+tail -n +2 "$out/net.csv" | sort -t, -k3,3n | awk -F, '
+{
+	v[$1 "," $2 "," $3] = $4
+	if ($2 == "lat" && !($3 in ls)) { ls[$3] = 1; li[++nl] = $3 }
+	if ($2 == "bw" && !($3 in bs)) { bs[$3] = 1; bi[++nb] = $3 }
+}
+function row(test, s, unit,    z, zp, p, pr) {
+	z = v["zcx-net-enter," test "," s]; zp = v["zcx-net-poll," test "," s]
+	if (test == "lat") {
+		p = v["perftest,lat," s]
+		printf "| %d | %.1f | %.1f | %s | %s |\n", s, z / 1000, zp / 1000,
+		       p ? sprintf("%.1f", p / 1000) : "-", p ? sprintf("%.2fx", (zp < z && zp ? zp : z) / p) : "-"
+	} else {
+		p = v["perftest-write,bw," s]; pr = v["perftest-read,bw," s]
+		printf "| %d | %.0f | %.0f | %s | %s | %s |\n", s, z, zp, p ? sprintf("%.0f", p) : "-",
+		       pr ? sprintf("%.0f", pr) : "-", pr ? sprintf("%.2fx", (zp > z ? zp : z) / pr) : "-"
+	}
+}
+END {
+	print "## zcx through zcx_ib against perftest (Soft-RoCE on a veth, one QEMU/TCG guest)"
+	print ""
+	print "Latency: half the round trip, µs (ratio: zcx best mode / perftest, lower is better)."
+	print ""
+	print "| bytes | zcx enter | zcx poll | ib_send_lat | ratio |"
+	print "|---|---|---|---|---|"
+	for (i = 1; i <= nl; i++) row("lat", li[i])
+	print ""
+	print "Bandwidth, MB/s (ratio: zcx best mode / ib_read_bw, higher is better)."
+	print ""
+	print "| bytes | zcx enter | zcx poll | ib_write_bw | ib_read_bw | ratio |"
+	print "|---|---|---|---|---|---|"
+	for (i = 1; i <= nb; i++) row("bw", bi[i])
+}' | tee "$out/net.md"
