@@ -66,6 +66,8 @@ guest_cmd() {
 	ip addr add $ip/24 dev eth0
 	modprobe rdma_rxe
 	rdma link add zcxnet0 type rxe netdev eth0
+	# The port comes up with the NIC's carrier, which may take a moment.
+	for i in \$(seq 100); do grep -q ACTIVE /sys/class/infiniband/zcxnet0/ports/1/state && break; sleep 0.1; done
 	$load
 	set +e
 	build/tools/zcx_twonode $role '$out/shared' > '$out/tap/zcx_twonode-$role.tap' 2>&1

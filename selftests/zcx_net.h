@@ -111,6 +111,31 @@ static inline bool zcx_net_possible(const char **why)
 	return !*why;
 }
 
+/*
+ * Whether the Soft-RoCE port is ACTIVE, waiting for it boundedly: rxe adds
+ * the device at once, but a veth's carrier comes up asynchronously, and a
+ * connection made on a port still DOWN fails its first messages.
+ */
+static inline bool rxe_port_active(void)
+{
+	char state[64];
+	FILE *f;
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		f = fopen("/sys/class/infiniband/" RXE "/ports/1/state", "r");
+		if (f) {
+			if (!fgets(state, sizeof(state), f))
+				state[0] = '\0';
+			fclose(f);
+			if (strstr(state, "ACTIVE"))
+				return true;
+		}
+		usleep(10000);
+	}
+	return false;
+}
+
 /* The devices, the address and zcx_ib listening on it; NULL or what failed. */
 static inline const char *zcx_net_up(void)
 {
@@ -125,6 +150,8 @@ static inline const char *zcx_net_up(void)
 		return "ip link set up";
 	if (run("rdma link add " RXE " type rxe netdev " VETH))
 		return "rdma link add";
+	if (!rxe_port_active())
+		return "the Soft-RoCE port did not become ACTIVE in 10 s";
 	if (load_backend_with("listen=" NET_IP))
 		return "loading zcx_ib listen=" NET_IP;
 	return NULL;
