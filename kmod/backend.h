@@ -24,8 +24,15 @@
  * pages are pinned too, zcx.ko hands both to ops->pull(), which moves the
  * bytes and completes the receive with zcx_op_pulled().
  *
+ * One-sided: a PUT or GET to another node reaches ops->rma() with its
+ * buffer pinned.  The backend on the target's node asks zcx.ko for the
+ * exposed range (zcx_ep_rma_target(), which checks key, rights and
+ * bounds), moves the bytes from or to its pages and lets go of it with
+ * zcx_rma_target_done().
+ *
  * Context: ops->connect() and zcx_ep_accept() may sleep; ops->send(),
- * ops->pull(), ops->release_rx() and zcx_ep_deliver() are called, and may
+ * ops->rma(), ops->pull(), ops->release_rx(), zcx_ep_deliver() and
+ * zcx_ep_rma_target() are called, and may
  * be called, from process context or a workqueue (never with a spinlock
  * held); ops->close() from any of those, and must defer what sleeps long.
  */
@@ -85,6 +92,10 @@ struct zcx_op;
  *		@recv with zcx_op_pulled() and let go of @rx.
  * @release_rx:	a message handed to zcx_ep_deliver() was consumed (or
  *		dropped): its buffer @rx is the backend's again.
+ * @rma:	PUT (@put) or GET @op on @conn: its buffer (zcx_op_pages(),
+ *		pinned unless empty) to or from the peer's range exposed as
+ *		@rkey, from @remote_addr; complete @op when done or failed
+ *		(EACCES, ERANGE: what the peer's node found).
  */
 struct zcx_backend_ops {
 	struct module *owner;
@@ -95,6 +106,8 @@ struct zcx_backend_ops {
 	void (*close)(struct zcx_conn *conn);
 	void (*pull)(void *rx, struct zcx_op *recv, u64 len);
 	void (*release_rx)(void *rx);
+	void (*rma)(struct zcx_conn *conn, struct zcx_op *op, bool put, u64 remote_addr,
+		    u64 rkey);
 };
 
 int zcx_backend_register(const struct zcx_backend_ops *ops);
@@ -122,5 +135,11 @@ struct zcx_accepted {
 struct zcx_ep *zcx_ep_accept(u64 id, u64 key, struct zcx_accepted *acc);
 void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc);
 int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx);
+
+struct zcx_rma_target;
+struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, u64 len,
+					 bool put);
+struct page **zcx_rma_target_pages(const struct zcx_rma_target *t, u32 *offset);
+void zcx_rma_target_done(struct zcx_rma_target *t);
 
 #endif /* ZCX_BACKEND_H */

@@ -615,8 +615,10 @@ static void zcx_sqe_start(struct zcx_ep *ep, struct zcx_op *op, const struct zcx
 {
 	struct zcx_conn *conn = NULL;
 
-	if (sqe->flags || sqe->reserved)
+	if (sqe->reserved || (sqe->flags && (sqe->opcode != ZCX_OP_RECV ||
+					     sqe->flags & ~ZCX_SQE_FLAGS)))
 		goto invalid;
+	op->need_sender = sqe->flags & ZCX_SQE_CONNECTED;
 	switch (sqe->opcode) {
 	case ZCX_OP_NOP:
 		zcx_op_complete(op, 0, 0, 0);

@@ -468,6 +468,11 @@ void zcx_op_recv(struct zcx_op *op, u64 handle)
 			zcx_deliver(op, msg, true);
 			return;
 		}
+		if (!msg && op->need_sender && !ep->senders) {
+			mutex_unlock(&ep->match_mutex);
+			zcx_op_complete(op, -ECONNRESET, 0, 0);
+			return;
+		}
 		if (!msg && (!op->len || op->region)) {
 			list_add_tail(&op->link, &ep->posted);
 			mutex_unlock(&ep->match_mutex);
@@ -698,7 +703,8 @@ static int zcx_rma_target(struct zcx_ep *peer, u64 rkey, u64 raddr, u64 len, u32
 
 /*
  * PUT or GET.  Our buffer is pinned first, so the copy never faults on
- * our memory while it holds the peer's pages busy.
+ * our memory while it holds the peer's pages busy; to a peer on another
+ * node, the backend moves the bytes from or to those pages.
  */
 void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 rkey,
 		u64 handle)
@@ -709,14 +715,14 @@ void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 r
 	struct zcx_ctx *tctx;
 	int ret;
 
-	/* Not through a backend yet. */
-	ret = -EOPNOTSUPP;
-	if (!peer)
-		goto out;
-	tctx = peer->ctx;
 	ret = zcx_op_pin(op, put ? ZCX_ACCESS_READ : ZCX_ACCESS_WRITE, handle);
 	if (ret)
 		goto out;
+	if (conn->ops) {
+		conn->ops->rma(conn, op, put, remote_addr, rkey);
+		return;
+	}
+	tctx = peer->ctx;
 	mutex_lock(&peer->match_mutex);
 	ret = peer->dead ? -ECONNRESET :
 	      zcx_rma_target(peer, rkey, remote_addr, op->len,
@@ -738,3 +744,113 @@ void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 r
 out:
 	zcx_op_complete(op, ret, ret ? 0 : op->len, 0);
 }
+
+/*
+ * A range of an endpoint's exposed memory, held for a backend's transfer
+ * from or to another node: the region's pinned pages, held busy, or, if
+ * the range was remapped since it was exposed, pages pinned now in the
+ * owner's mm (@pages, @npages).
+ */
+struct zcx_rma_target {
+	struct zcx_span span;
+	struct zcx_ctx *ctx;
+	struct page **pages;
+	unsigned long npages;
+};
+
+/* Pin the @len bytes of @t's remapped range in its owner's mm. */
+static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
+{
+	unsigned long start = t->span.addr & PAGE_MASK;
+	unsigned long n = (PAGE_ALIGN(t->span.addr + len) - start) >> PAGE_SHIFT;
+	struct mm_struct *mm = t->span.mm;
+	int locked = 1, ret = 0;
+	long got;
+
+	t->pages = kvmalloc_array(n, sizeof(*t->pages), GFP_KERNEL_ACCOUNT);
+	if (!t->pages)
+		return -ENOMEM;
+	mmap_read_lock(mm);
+	while (t->npages < n) {
+		if (!locked) {
+			mmap_read_lock(mm);
+			locked = 1;
+		}
+		got = zcx_pin_user_pages_remote(mm, start + t->npages * PAGE_SIZE, n - t->npages,
+						t->span.write ? FOLL_WRITE : 0,
+						t->pages + t->npages, &locked);
+		if (got <= 0) {
+			ret = got ? (int)got : -EFAULT;
+			break;
+		}
+		t->npages += got;
+	}
+	if (locked)
+		mmap_read_unlock(mm);
+	return ret;
+}
+
+/**
+ * zcx_ep_rma_target - hold a range of exposed memory for another node.
+ * @ep:		the endpoint the request came to ...
+ * @rkey:	... naming the range its context exposed with this key;
+ * @addr:	the start, in that range ...
+ * @len:	... and the bytes;
+ * @put:	for a PUT into it, else for a GET from it.
+ *
+ * Checks the key, the rights and the bounds as a PUT or GET on the node
+ * does.  Returns the range, for zcx_rma_target_pages() until
+ * zcx_rma_target_done(), or ERR_PTR(-EACCES, -ERANGE, -ECONNRESET if
+ * @ep is gone, -EFAULT, -ENOMEM).
+ */
+struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, u64 len,
+					 bool put)
+{
+	struct zcx_rma_target *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	int ret;
+
+	if (!t)
+		return ERR_PTR(-ENOMEM);
+	t->ctx = ep->ctx;
+	mutex_lock(&ep->match_mutex);
+	ret = ep->dead ? -ECONNRESET :
+	      zcx_rma_target(ep, rkey, addr, len, put ? ZCX_REMOTE_WRITE : ZCX_REMOTE_READ,
+			     &t->span);
+	mutex_unlock(&ep->match_mutex);
+	if (!ret && t->span.mm)
+		ret = zcx_rma_target_pin(t, len);
+	if (ret) {
+		zcx_rma_target_done(t);
+		return ERR_PTR(ret);
+	}
+	return t;
+}
+EXPORT_SYMBOL_GPL(zcx_ep_rma_target);
+
+/* The pages of @t, from the one holding its first byte, at @offset in it. */
+struct page **zcx_rma_target_pages(const struct zcx_rma_target *t, u32 *offset)
+{
+	const struct zcx_region *r = t->span.region;
+
+	*offset = offset_in_page(t->span.addr);
+	if (!r)
+		return t->pages;
+	return r->pages + ((t->span.addr >> PAGE_SHIFT) - (r->node.start >> PAGE_SHIFT));
+}
+EXPORT_SYMBOL_GPL(zcx_rma_target_pages);
+
+/* The transfer is over (the device is done with the pages): let go of @t. */
+void zcx_rma_target_done(struct zcx_rma_target *t)
+{
+	if (t->span.region) {
+		zcx_region_busy_put(t->span.region);
+	} else if (t->span.mm) {
+		if (t->npages)
+			unpin_user_pages_dirty_lock(t->pages, t->npages, t->span.write);
+		kvfree(t->pages);
+		mmput(t->span.mm);
+		zcx_ctx_busy_put(t->ctx);
+	}
+	kfree(t);
+}
+EXPORT_SYMBOL_GPL(zcx_rma_target_done);

@@ -368,6 +368,7 @@ struct zcx_conn {
  * @len:	... and its length.
  * @tag:	SEND: the message's; RECV: to match ...
  * @tag_mask:	... in these bits.
+ * @need_sender: RECV: fail, rather than wait, with no sender connected.
  * @region:	busy reference on the pinned pages of the buffer, or NULL.
  * @data:	an eager message's bytes (kmalloc), or NULL.
  * @conn:	an eager message's connection (a reference), for its credit.
@@ -380,6 +381,7 @@ struct zcx_op {
 	struct zcx_ep *ep;
 	u64 user_data;
 	u8 opcode;
+	bool need_sender;
 	u64 addr;
 	u64 len;
 	u64 tag;

@@ -579,13 +579,13 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 	return zcx_wait_for(ep, req);
 }
 
-static int zcx_xfer(struct zcx_ep *ep, uint8_t opcode, uint32_t peer, uint64_t addr,
-		    size_t len, uint64_t tag, uint64_t mask_or_raddr, uint64_t rkey,
-		    struct zcx_req *req)
+static int zcx_xfer_flags(struct zcx_ep *ep, uint8_t opcode, uint8_t flags, uint32_t peer,
+			  uint64_t addr, size_t len, uint64_t tag, uint64_t mask_or_raddr,
+			  uint64_t rkey, struct zcx_req *req)
 {
 	struct zcx_sqe sqe = {
-		.opcode = opcode, .peer = peer, .addr = addr, .len = len, .tag = tag,
-		.tag_mask = mask_or_raddr, .rkey = rkey,
+		.opcode = opcode, .flags = flags, .peer = peer, .addr = addr, .len = len,
+		.tag = tag, .tag_mask = mask_or_raddr, .rkey = rkey,
 	};
 
 	req->bar_ = 0;
@@ -594,6 +594,19 @@ static int zcx_xfer(struct zcx_ep *ep, uint8_t opcode, uint32_t peer, uint64_t a
 	 * or when its caller waits: the next send's doorbell carries it.
 	 */
 	return zcx_submit(ep, &sqe, req, opcode == ZCX_OP_RECV);
+}
+
+static int zcx_xfer(struct zcx_ep *ep, uint8_t opcode, uint32_t peer, uint64_t addr,
+		    size_t len, uint64_t tag, uint64_t mask_or_raddr, uint64_t rkey,
+		    struct zcx_req *req)
+{
+	return zcx_xfer_flags(ep, opcode, 0, peer, addr, len, tag, mask_or_raddr, rkey, req);
+}
+
+int zcx_irecv_flags(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag, uint64_t mask,
+		    uint8_t flags, struct zcx_req *req)
+{
+	return zcx_xfer_flags(ep, ZCX_OP_RECV, flags, 0, (uintptr_t)buf, len, tag, mask, 0, req);
 }
 
 ZCX_EXPORT int zcx_isend(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,
@@ -605,7 +618,7 @@ ZCX_EXPORT int zcx_isend(struct zcx_ep *ep, uint32_t peer, const void *buf, size
 ZCX_EXPORT int zcx_irecv(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag,
 			 uint64_t mask, struct zcx_req *req)
 {
-	return zcx_xfer(ep, ZCX_OP_RECV, 0, (uintptr_t)buf, len, tag, mask, 0, req);
+	return zcx_irecv_flags(ep, buf, len, tag, mask, 0, req);
 }
 
 ZCX_EXPORT int zcx_iput(struct zcx_ep *ep, uint32_t peer, const void *buf, size_t len,

@@ -161,6 +161,42 @@ ZCX_EXPORT int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_ad
 	return ret;
 }
 
+ZCX_EXPORT int zcx_pmix_group(struct zcx_pmix *job, struct zcx *zcx, unsigned int ep_flags,
+			      unsigned int connect_flags, struct zcx_group **out)
+{
+	unsigned int rounds = zcx_group_addr_count(job->size), k;
+	struct zcx_addr *mine, *one, *all;
+	struct zcx_group *g;
+	uint32_t r;
+	int ret;
+
+	ret = zcx_group_create(zcx, job->size, zcx_pmix_rank(job), ep_flags, &g);
+	if (ret)
+		return ret;
+	mine = calloc(rounds + 1, sizeof(*mine));
+	one = calloc(job->size, sizeof(*one));
+	all = calloc((size_t)job->size * rounds + 1, sizeof(*all));
+	ret = mine && one && all ? 0 : -ENOMEM;
+	if (!ret)
+		zcx_group_addrs(g, mine);
+	for (k = 0; k < rounds && !ret; k++) {
+		ret = zcx_pmix_allgather(job, &mine[k], one);
+		for (r = 0; r < job->size && !ret; r++)
+			all[(size_t)r * rounds + k] = one[r];
+	}
+	if (!ret)
+		ret = zcx_group_connect(g, all, connect_flags);
+	free(all);
+	free(one);
+	free(mine);
+	if (ret) {
+		zcx_group_destroy(g);
+		return ret;
+	}
+	*out = g;
+	return 0;
+}
+
 ZCX_EXPORT void zcx_pmix_fini(struct zcx_pmix *job)
 {
 	if (!job)

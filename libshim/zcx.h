@@ -275,6 +275,43 @@ int zcx_ibarrier(struct zcx_ep *ep, uint32_t bar, struct zcx_req *req);
 int zcx_barrier(struct zcx_ep *ep, uint32_t bar);
 
 /*
+ * Groups: a barrier for the @nprocs processes of a job (ranks 0 to
+ * nprocs - 1) wherever they run, across nodes too; a dissemination
+ * barrier over zcx connections: ceil(log2 nprocs) rounds of one zero-byte
+ * message (to rank + 2^k, from rank - 2^k), each round on an endpoint of
+ * its own.  Members on one node reach each other through the module, the
+ * others through the RDMA backend.  Every member, collectively:
+ *
+ *	zcx_group_create(zcx, nprocs, rank, ZCX_EP_NET, &g);
+ *	zcx_group_addrs(g, mine);	// zcx_group_addr_count(nprocs) addresses
+ *	... gather every rank's, rank after rank, into all[] (zcx_pmix_group()
+ *	    does all of this through PMIx) ...
+ *	zcx_group_connect(g, all, 0);	// or ZCX_CONNECT_NET
+ *	zcx_group_barrier(g);		// as often as needed
+ *	zcx_group_destroy(g);
+ *
+ * @ep_flags are the endpoints' (ZCX_EP_NET for members on other nodes).
+ * Once a member of a connected group goes, the barriers of the others fail
+ * with -ECONNRESET (or the errno that broke it) instead of hanging, and the
+ * group stays broken; a member that goes before it connected leaves the
+ * others waiting for it.  A group is for one thread at a time.  Errors:
+ * -EINVAL (no members, more than ZCX_GROUP_MAX_PROCS, rank out of range),
+ * -ENOTCONN (not connected yet), -EISCONN, and those of zcx_ep_create(),
+ * zcx_ep_connect_flags() and the transfers.
+ */
+#define ZCX_GROUP_MAX_PROCS	65536
+
+struct zcx_group;
+
+unsigned int zcx_group_addr_count(uint32_t nprocs);
+int zcx_group_create(struct zcx *zcx, uint32_t nprocs, uint32_t rank, unsigned int ep_flags,
+		     struct zcx_group **g);
+void zcx_group_addrs(const struct zcx_group *g, struct zcx_addr *addrs);
+int zcx_group_connect(struct zcx_group *g, const struct zcx_addr *all, unsigned int flags);
+int zcx_group_barrier(struct zcx_group *g);
+void zcx_group_destroy(struct zcx_group *g);
+
+/*
  * Progress: zcx_test() returns 1 once @req completed, 0 if not yet, or a
  * negative errno if progress failed; zcx_wait() blocks until it completed
  * and returns its status.

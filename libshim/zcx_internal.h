@@ -69,6 +69,9 @@ int zcx_check_owner(const struct zcx *zcx);
 
 /* ep.c */
 void zcx_eps_destroy(struct zcx *zcx);
+/* zcx_irecv() with ZCX_SQE_* @flags. */
+int zcx_irecv_flags(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag, uint64_t mask,
+		    uint8_t flags, struct zcx_req *req);
 
 /* mr.c */
 int zcx_mr_cache_init(struct zcx *zcx);

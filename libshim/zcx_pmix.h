@@ -60,6 +60,17 @@ int zcx_pmix_allgather(struct zcx_pmix *job, const struct zcx_addr *mine,
 /* Collective: @root's *addr into every rank's *addr (a barrier's, say). */
 int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_addr *addr);
 
+/*
+ * Collective: a group of every rank of the job (zcx.h), its endpoints
+ * created with @ep_flags (ZCX_EP_NET if the job spans nodes) in @zcx,
+ * their addresses traded and the group connected with @connect_flags:
+ * *g is ready for zcx_group_barrier().
+ */
+struct zcx;
+struct zcx_group;
+int zcx_pmix_group(struct zcx_pmix *job, struct zcx *zcx, unsigned int ep_flags,
+		   unsigned int connect_flags, struct zcx_group **g);
+
 /* Leave the job (PMIx_Finalize) and free @job; NULL is ignored. */
 void zcx_pmix_fini(struct zcx_pmix *job);
 

@@ -11,7 +11,8 @@
 # qemu does not set TCP_NODELAY on it, so small round trips take tens of
 # ms, which only the reported latency shows.  Each guest puts Soft-RoCE on
 # its virtio NIC (10.78.0.1 and 10.78.0.2), loads zcx_ib listening there
-# (the tree's build, or with -m installed the installed one), and runs
+# (the tree's build, or with -m installed the installed one; keepalive_ms
+# 2000, so that the lost-node case ends within a minute), and runs
 # build/tools/zcx_twonode (make zcx_twonode) as server and client; the two
 # find each other through DIR/shared and then talk only through zcx (see
 # tools/zcx_twonode.c for the cases).  Their TAP goes to
@@ -55,9 +56,9 @@ guest_cmd() {
 	if [ "$mode" = tree ]; then
 		local kodir=${ko:+$(dirname "$ko")}
 		kodir=${kodir:-$top/build/kmod-\$(uname -r)}
-		load="modprobe rdma_cm && insmod $kodir/zcx_ib.ko listen=$ip"
+		load="modprobe rdma_cm && insmod $kodir/zcx_ib.ko listen=$ip keepalive_ms=2000"
 	else
-		load="modprobe zcx_ib listen=$ip"
+		load="modprobe zcx_ib listen=$ip keepalive_ms=2000"
 	fi
 	cat <<-EOF2
 	set -e
@@ -70,7 +71,7 @@ guest_cmd() {
 	for i in \$(seq 100); do grep -q ACTIVE /sys/class/infiniband/zcxnet0/ports/1/state && break; sleep 0.1; done
 	$load
 	set +e
-	build/tools/zcx_twonode $role '$out/shared' > '$out/tap/zcx_twonode-$role.tap' 2>&1
+	build/tools/zcx_twonode $role '$out/shared' eth0 > '$out/tap/zcx_twonode-$role.tap' 2>&1
 	rc=\$?
 	# Connections tear down in the background; then zcx_ib can go.
 	for i in \$(seq 300); do rmmod zcx_ib 2>/dev/null && break; sleep 0.1; done

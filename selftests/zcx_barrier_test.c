@@ -4,7 +4,9 @@
  * processes pass 10,000 rounds each (3 on polled endpoints 1,000;
  * ZCX_BARRIER_ROUNDS overrides the count), checked every round; a member that leaves (exit, SIGKILL,
  * destroyed endpoint, closed handle) breaks the barrier and the others
- * get -ECONNRESET instead of hanging; the create/join rules.
+ * get -ECONNRESET instead of hanging; the create/join rules.  The same
+ * for libzcx's groups (zcx_group_barrier(), the barrier across nodes), on
+ * this node and through the RDMA backend (zcx_net.h).
  *
  * Every member is a forked process with its own handle and endpoint; with
  * more members than CPUs they wait without spinning (ZCX_SPIN=0).
@@ -17,10 +19,19 @@
 #include <stdlib.h>
 
 #include "kselftest_harness.h"
+#include "zcx_net.h"
 #include "zcx_test.h"
 #include "zcx_xfer.h"
 
 #define MAX_MEMBERS	64
+#define MAX_GROUP_ADDRS	(MAX_MEMBERS * 6)	/* zcx_group_addr_count(64) each */
+
+/* Which barrier the members run. */
+enum spread {
+	SPREAD_NONE,	/* the module's barrier of the node */
+	SPREAD_LOCAL,	/* a zcx_group, its connections through the module */
+	SPREAD_NET,	/* a zcx_group through the RDMA backend */
+};
 
 static unsigned int rounds(void)
 {
@@ -38,11 +49,14 @@ static unsigned int rounds(void)
 struct group {
 	unsigned int n;
 	unsigned int ep_flags;
+	enum spread spread;
 	pid_t pid[MAX_MEMBERS];
 	/* Shared with the members. */
 	struct shared {
 		struct zcx_addr addr;
 		uint64_t slot[MAX_MEMBERS];
+		/* A zcx_group's: every member's addresses, member after member. */
+		struct zcx_addr gaddr[MAX_GROUP_ADDRS];
 	} *sh;
 	int ready[2], go[2], finish[2];
 };
@@ -51,6 +65,7 @@ struct member {
 	struct zcx *zcx;
 	struct zcx_ep *ep;
 	uint32_t bar;
+	struct zcx_group *grp;
 	unsigned int me;
 };
 
@@ -61,12 +76,19 @@ static int member_setup(struct group *g, struct member *m)
 	int ret;
 
 	ret = zcx_open(&m->zcx, 0);
+	if (!ret && g->spread) {
+		ret = zcx_group_create(m->zcx, g->n, m->me, g->ep_flags, &m->grp);
+		if (!ret)
+			zcx_group_addrs(m->grp, &g->sh->gaddr[m->me * zcx_group_addr_count(g->n)]);
+		goto out;
+	}
 	if (!ret)
 		ret = zcx_ep_create(m->zcx, g->ep_flags, 16, &m->ep);
 	if (!ret && m->me == 0)
 		ret = zcx_barrier_create(m->ep, g->n, &g->sh->addr, &m->bar);
 	if (!ret && m->me != 0)
 		ret = zcx_barrier_join(m->ep, &g->sh->addr, &m->bar);
+out:
 	if (ret)
 		fprintf(stderr, "# member %u: setting up: %s\n", m->me, zcx_strerror(ret));
 	return ret;
@@ -92,7 +114,17 @@ static void member_main(struct group *g, unsigned int me, pid_t parent, member_f
 		_exit(100);
 	if (xwrite(g->ready[1], &c, 1) || xread(g->go[0], &c, 1))
 		_exit(101);
+	/* Every member published its addresses before "go". */
+	if (m.grp) {
+		ret = zcx_group_connect(m.grp, g->sh->gaddr,
+					g->spread == SPREAD_NET ? ZCX_CONNECT_NET : 0);
+		if (ret) {
+			fprintf(stderr, "# member %u: connecting: %s\n", me, zcx_strerror(ret));
+			_exit(102);
+		}
+	}
 	ret = fn(g, &m, arg);
+	zcx_group_destroy(m.grp);
 	if (m.ep)
 		zcx_ep_destroy(m.ep);
 	if (m.zcx)
@@ -101,8 +133,8 @@ static void member_main(struct group *g, unsigned int me, pid_t parent, member_f
 }
 
 /* Fork the members, let them set up, release them: 0 or -1. */
-static int group_start(struct group *g, unsigned int n, unsigned int ep_flags, member_fn fn,
-		       void *arg)
+static int group_start(struct group *g, unsigned int n, unsigned int ep_flags,
+		       enum spread spread, member_fn fn, void *arg)
 {
 	pid_t parent = getpid();
 	unsigned int i;
@@ -110,7 +142,8 @@ static int group_start(struct group *g, unsigned int n, unsigned int ep_flags, m
 
 	memset(g, 0, sizeof(*g));
 	g->n = n;
-	g->ep_flags = ep_flags;
+	g->ep_flags = ep_flags | (spread == SPREAD_NET ? ZCX_EP_NET : 0);
+	g->spread = spread;
 	g->sh = xmap_shared(sizeof(*g->sh));
 	if (!g->sh || pipe(g->ready) || pipe(g->go) || pipe(g->finish))
 		return -1;
@@ -170,9 +203,9 @@ static int member_rounds(struct group *g, struct member *m, unsigned int first, 
 
 	for (r = first; r < last; r++) {
 		__atomic_store_n(&g->sh->slot[m->me], r + 1, __ATOMIC_RELEASE);
-		ret = zcx_barrier(m->ep, m->bar);
+		ret = m->grp ? zcx_group_barrier(m->grp) : zcx_barrier(m->ep, m->bar);
 		if (ret) {
-			fprintf(stderr, "# member %u: round %u: zcx_barrier: %s\n", m->me, r,
+			fprintf(stderr, "# member %u: round %u: barrier: %s\n", m->me, r,
 				zcx_strerror(ret));
 			return 1;
 		}
@@ -232,7 +265,8 @@ TEST_F_TIMEOUT(group, rounds, 600)
 	if (variant->ep_flags & ZCX_EP_POLL)
 		n = n / 10 ? n / 10 : 1;
 
-	ASSERT_EQ(0, group_start(&self->g, variant->n, variant->ep_flags, rounds_fn, &n));
+	ASSERT_EQ(0, group_start(&self->g, variant->n, variant->ep_flags, SPREAD_NONE, rounds_fn,
+				 &n));
 	for (i = 0; i < variant->n; i++) {
 		int status = group_reap(&self->g, i);
 
@@ -336,7 +370,7 @@ TEST_F_TIMEOUT(broken, others_get_econnreset, 90)
 	unsigned int i;
 	char c;
 
-	ASSERT_EQ(0, group_start(&self->g, BROKEN_N, 0, broken_fn, &b));
+	ASSERT_EQ(0, group_start(&self->g, BROKEN_N, 0, SPREAD_NONE, broken_fn, &b));
 	if (b.how == LEAVE_KILL) {
 		ASSERT_EQ(0, xread(self->g.ready[0], &c, 1));
 		ASSERT_EQ(0, kill(self->g.pid[b.victim], SIGKILL));
@@ -354,6 +388,150 @@ TEST_F_TIMEOUT(broken, others_get_econnreset, 90)
 	self->g.finish[1] = -1;
 	EXPECT_EQ(b.how == LEAVE_KILL ? 128 + SIGKILL : 0, group_reap(&self->g, b.victim));
 	group_end(&self->g);
+}
+
+/*
+ * libzcx's groups (zcx_group_barrier()): the round check, on this node
+ * (connections through the module) and through the RDMA backend; then a
+ * member killed after good rounds, and every other member's barrier, and
+ * the next one, fail with ECONNRESET instead of hanging.
+ */
+FIXTURE(spread) {
+	struct zcx_test_census before;
+	struct group g;
+};
+
+FIXTURE_VARIANT(spread) {
+	unsigned int n;
+	enum spread spread;
+};
+
+FIXTURE_VARIANT_ADD(spread, n2) { .n = 2, .spread = SPREAD_LOCAL };
+FIXTURE_VARIANT_ADD(spread, n3) { .n = 3, .spread = SPREAD_LOCAL };
+FIXTURE_VARIANT_ADD(spread, n8) { .n = 8, .spread = SPREAD_LOCAL };
+FIXTURE_VARIANT_ADD(spread, net_n2) { .n = 2, .spread = SPREAD_NET };
+FIXTURE_VARIANT_ADD(spread, net_n3) { .n = 3, .spread = SPREAD_NET };
+
+FIXTURE_SETUP(spread)
+{
+	const char *why;
+	bool skip;
+
+	/* First: the teardown compares with it even after a skip. */
+	self->before = zcx_test_census();
+	if (variant->spread == SPREAD_NET) {
+		why = zcx_net_setup(&skip);
+		if (skip)
+			SKIP(return, "%s", why);
+		ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
+	}
+}
+
+FIXTURE_TEARDOWN(spread)
+{
+	const char *leaked = zcx_test_census_settle(&self->before, 10000), *bad;
+
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+	if (variant->spread == SPREAD_NET && geteuid() == 0) {
+		bad = zcx_net_down();
+		EXPECT_EQ(NULL, bad) TH_LOG("%s", bad);
+	}
+}
+
+TEST_F_TIMEOUT(spread, rounds, 600)
+{
+	/* A round is ceil(log2 n) messages, each a system call or two: fewer. */
+	unsigned int n = rounds() / (variant->spread == SPREAD_NET ? 50 : 10), i;
+	uint64_t t0 = xnow_ns();
+
+	n = n ? n : 1;
+	ASSERT_EQ(0, group_start(&self->g, variant->n, 0, variant->spread, rounds_fn, &n));
+	for (i = 0; i < variant->n; i++)
+		EXPECT_EQ(0, group_reap(&self->g, i)) TH_LOG("member %u", i);
+	TH_LOG("%u processes, %u rounds: %.1f us per round", variant->n, n,
+	       (xnow_ns() - t0) / 1e3 / n);
+	for (i = 0; i < variant->n; i++)
+		EXPECT_EQ(n, self->g.sh->slot[i]);
+	group_end(&self->g);
+}
+
+static int spread_killed_fn(struct group *g, struct member *m, void *arg)
+{
+	unsigned int victim = *(unsigned int *)arg;
+	char c = 0;
+
+	if (member_rounds(g, m, 0, BROKEN_GOOD))
+		return 1;
+	if (m->me == victim) {
+		/* Tell the parent, who kills us. */
+		CK_EQ(0, xwrite(g->ready[1], &c, 1));
+		xread(g->finish[0], &c, 1);
+		return 1;
+	}
+	CK_EQ(-ECONNRESET, zcx_group_barrier(m->grp));
+	CK_EQ(-ECONNRESET, zcx_group_barrier(m->grp));
+	return 0;
+}
+
+TEST_F_TIMEOUT(spread, member_killed, 300)
+{
+	unsigned int victim = variant->n / 2, i;
+	char c;
+
+	ASSERT_EQ(0, group_start(&self->g, variant->n, 0, variant->spread, spread_killed_fn,
+				 &victim));
+	ASSERT_EQ(0, xread(self->g.ready[0], &c, 1));
+	ASSERT_EQ(0, kill(self->g.pid[victim], SIGKILL));
+	for (i = 0; i < variant->n; i++)
+		if (i != victim)
+			EXPECT_EQ(0, group_reap(&self->g, i)) TH_LOG("member %u", i);
+	EXPECT_EQ(128 + SIGKILL, group_reap(&self->g, victim));
+	group_end(&self->g);
+}
+
+/* The calls' own rules, in one process. */
+TEST(group_rules)
+{
+	struct zcx_addr addrs[3];
+	struct zcx_group *g;
+	struct zcx *zcx;
+
+	EXPECT_EQ(0, zcx_group_addr_count(1));
+	EXPECT_EQ(1, zcx_group_addr_count(2));
+	EXPECT_EQ(2, zcx_group_addr_count(3));
+	EXPECT_EQ(2, zcx_group_addr_count(4));
+	EXPECT_EQ(3, zcx_group_addr_count(5));
+	EXPECT_EQ(6, zcx_group_addr_count(64));
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	EXPECT_EQ(-EINVAL, zcx_group_create(zcx, 0, 0, 0, &g));
+	EXPECT_EQ(-EINVAL, zcx_group_create(zcx, 2, 2, 0, &g));
+	EXPECT_EQ(-EINVAL, zcx_group_create(zcx, ZCX_GROUP_MAX_PROCS + 1, 0, 0, &g));
+	/* A group of one: nothing to wait for. */
+	ASSERT_EQ(0, zcx_group_create(zcx, 1, 0, 0, &g));
+	EXPECT_EQ(0, zcx_group_barrier(g));
+	EXPECT_EQ(0, zcx_group_connect(g, addrs, 0));
+	EXPECT_EQ(0, zcx_group_barrier(g));
+	zcx_group_destroy(g);
+	/* Two members, both here: not connected yet, then fine. */
+	{
+		struct zcx_group *a, *b;
+
+		ASSERT_EQ(0, zcx_group_create(zcx, 2, 0, 0, &a));
+		ASSERT_EQ(0, zcx_group_create(zcx, 2, 1, 0, &b));
+		EXPECT_EQ(-ENOTCONN, zcx_group_barrier(a));
+		zcx_group_addrs(a, &addrs[0]);
+		zcx_group_addrs(b, &addrs[1]);
+		ASSERT_EQ(0, zcx_group_connect(a, addrs, 0));
+		ASSERT_EQ(0, zcx_group_connect(b, addrs, 0));
+		EXPECT_EQ(-EISCONN, zcx_group_connect(a, addrs, 0));
+		zcx_group_destroy(a);
+		/* b's partner is gone: its barrier fails, and stays failed. */
+		EXPECT_EQ(-ECONNRESET, zcx_group_barrier(b));
+		EXPECT_EQ(-ECONNRESET, zcx_group_barrier(b));
+		zcx_group_destroy(b);
+	}
+	zcx_group_destroy(NULL);
+	zcx_close(zcx);
 }
 
 /* Within one process: several endpoints of one handle. */

@@ -409,7 +409,7 @@ static int refuse_partner(struct xside *s, void *arg)
 TEST_F(fault, connect_refused)
 {
 	if (variant->net)
-		SKIP(return, "refusals between nodes are zcx_ib_test's refused_and_unsupported");
+		SKIP(return, "refusals between nodes are zcx_ib_test's refused_and_rejected");
 	EXPECT_EQ(0, xrun_pair(0, 0, refuse_partner, refuse_peer, NULL));
 }
 
@@ -494,6 +494,12 @@ TEST_F(raw, bad_submissions)
 	sqe = good;
 	sqe.reserved = 1;
 	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	/* Flags: known ones, on a receive only. */
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_RECV, .flags = ZCX_SQE_FLAGS + 1 };
+	EXPECT_EQ(-EINVAL, raw_one(&self->r, &sqe, &cqe));
+	/* Nothing is connected to the endpoint: no message can ever come. */
+	sqe.flags = ZCX_SQE_CONNECTED;
+	EXPECT_EQ(-ECONNRESET, raw_one(&self->r, &sqe, &cqe));
 	/* No such connection or barrier. */
 	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = 999, .addr = (uintptr_t)buf,
 				.len = sizeof(buf), .user_data = 8 };

@@ -440,7 +440,7 @@ TEST_F_TIMEOUT(net, slow_receiver_loses_nothing, 300)
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_flood, net_drain_in_order, NULL));
 }
 
-TEST_F_TIMEOUT(net, refused_and_unsupported, 300)
+TEST_F_TIMEOUT(net, refused_and_rejected, 300)
 {
 	unsigned char big[8] = { 0 };
 	struct zcx_addr addr, bad, forged;
@@ -479,10 +479,10 @@ TEST_F_TIMEOUT(net, refused_and_unsupported, 300)
 	bad.family = 7;
 	EXPECT_EQ(-EINVAL, zcx_ep_connect_flags(ep, &bad, ZCX_CONNECT_NET, &peer));
 
-	/* Put/get: not through the backend yet. */
+	/* Put/get with a key the target's node does not know. */
 	ASSERT_EQ(0, zcx_ep_connect_flags(ep, &addr, ZCX_CONNECT_NET, &peer));
-	EXPECT_EQ(-EOPNOTSUPP, zcx_put(ep, peer, big, 8, 0, 1));
-	EXPECT_EQ(-EOPNOTSUPP, zcx_get(ep, peer, big, 8, 0, 1));
+	EXPECT_EQ(-EACCES, zcx_put(ep, peer, big, 8, 0, 1));
+	EXPECT_EQ(-EACCES, zcx_get(ep, peer, big, 8, 0, 1));
 	zcx_ep_destroy(to);
 	zcx_ep_destroy(ep);
 	zcx_close(zcx);

@@ -858,7 +858,6 @@ static int putget_parent(struct xside *s, void *arg)
 
 TEST_F_TIMEOUT(xfer, put_get_all_sizes, 120)
 {
-	SKIP_ON_NET("put/get are not through the RDMA backend yet");
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, putget_parent, putget_child, NULL));
 }
 
@@ -990,7 +989,6 @@ static int rights_parent(struct xside *s, void *arg)
 
 TEST_F_TIMEOUT(xfer, put_get_bounds_and_rights, 60)
 {
-	SKIP_ON_NET("put/get are not through the RDMA backend yet");
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, rights_parent, rights_child, NULL));
 }
 
@@ -1094,7 +1092,6 @@ TEST_F_TIMEOUT(xfer, stale_put_get_munmap_mmap, 60)
 {
 	int how = REMAP_MUNMAP;
 
-	SKIP_ON_NET("put/get are not through the RDMA backend yet");
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, stale_pg_parent, stale_pg_child, &how));
 }
 
@@ -1102,7 +1099,6 @@ TEST_F_TIMEOUT(xfer, stale_put_get_map_fixed, 60)
 {
 	int how = REMAP_FIXED;
 
-	SKIP_ON_NET("put/get are not through the RDMA backend yet");
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, stale_pg_parent, stale_pg_child, &how));
 }
 
@@ -1110,7 +1106,6 @@ TEST_F_TIMEOUT(xfer, stale_put_get_madv_dontneed, 60)
 {
 	int how = REMAP_DONTNEED;
 
-	SKIP_ON_NET("put/get are not through the RDMA backend yet");
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, stale_pg_parent, stale_pg_child, &how));
 }
 

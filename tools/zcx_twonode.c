@@ -4,7 +4,7 @@
  * scripts/vm-twonode.sh runs in two guests joined by a network, each with
  * its own kernel, zcx.ko, zcx_ib.ko and RDMA device.
  *
- * Usage: zcx_twonode server|client DIR
+ * Usage: zcx_twonode server|client DIR [IFNAME]
  *
  * The two sides find each other through files in DIR, a directory both
  * see (each writes its endpoint's address; written whole, then renamed),
@@ -16,9 +16,15 @@
  *     byte checked, the mean round trip reported;
  *   3 64 MiB each way at odd offsets, checked byte for byte, and the
  *     checksums swapped and compared;
- *   4 a barrier between the nodes (not done yet: skipped);
+ *   4 a barrier between the nodes (a zcx_group of two): 50 rounds, in each
+ *     of which each side first PUTs the round's number into the other's
+ *     exposed slot, and after the barrier finds its own slot there;
  *   5 a process of the client's node killed while 64 MiB reach it: the
- *     server's send fails with ECONNRESET, nothing hangs.
+ *     server's send fails with ECONNRESET, nothing hangs;
+ *   6 the client's node drops off the network without a disconnect (the
+ *     client takes its link IFNAME down): the receive waiting on each side
+ *     fails with ECONNRESET once zcx_ib's keepalive finds the peer gone.
+ *     Skipped without IFNAME.
  * Exit status: 0 if every case passed, 1 otherwise, 2 on usage.
  */
 #define _GNU_SOURCE
@@ -49,6 +55,7 @@
 #define RV_LEN		(64 * 1024 + 3)
 #define WAIT_MS		120000		/* for the other side, at most */
 #define KILL_ATTEMPTS	3
+#define BARRIERS	50
 
 static const char *dir;
 static bool server;
@@ -87,13 +94,19 @@ static int put_file(const char *name, const void *buf, size_t len)
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	FILE *f;
+	bool ok;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	snprintf(tmp, sizeof(tmp), "%s/%s.tmp", dir, name);
 	f = fopen(tmp, "w");
-	if (!f || fwrite(buf, 1, len, f) != len || fclose(f))
+	ok = f && fwrite(buf, 1, len, f) == len;
+	if (f && fclose(f))
+		ok = false;
+	if (!ok || rename(tmp, path)) {
+		fprintf(stderr, "# writing %s: %s\n", path, strerror(errno));
 		return -1;
-	return rename(tmp, path);
+	}
+	return 0;
 }
 
 /* Wait (bounded) for @name to appear and read @len bytes of it: 0 or -1. */
@@ -317,6 +330,117 @@ static int big_each_way(struct side *s, const char **what)
 	return ret;
 }
 
+/* --- case 4: a barrier --------------------------------------------------------- */
+
+/* Where a side's round slot is, for the other side's PUTs. */
+struct slot_addr {
+	uint64_t addr;
+	uint64_t rkey;
+};
+
+/* A zcx_group of the two sides, connected: 0 or -errno. */
+static int group_up(struct side *s, struct zcx_group **g)
+{
+	struct zcx_addr all[2];
+	int me = server ? 0 : 1, ret;
+
+	ret = zcx_group_create(s->zcx, 2, me, ZCX_EP_NET, g);
+	if (ret)
+		return ret;
+	zcx_group_addrs(*g, &all[me]);
+	if (put_file(server ? "server.group" : "client.group", &all[me], sizeof(all[me])) ||
+	    get_file(server ? "client.group" : "server.group", &all[!me], sizeof(all[!me])))
+		return -EPIPE;
+	return zcx_group_connect(*g, all, 0);
+}
+
+/* Case 4; *@what says which check failed. */
+static int barriers(struct side *s, double *us, const char **what)
+{
+	struct slot_addr mine, theirs;
+	struct zcx_group *g = NULL;
+	uint64_t *slot = map(4096), round, seen, t;
+	int i, ret;
+
+	if (!slot)
+		return -ENOMEM;
+	mine.addr = (uintptr_t)slot;
+	ret = zcx_expose(s->zcx, slot, sizeof(*slot), ZCX_REMOTE_WRITE, &mine.rkey);
+	if (!ret)
+		ret = zcx_send(s->ep, s->peer, &mine, sizeof(mine), 40);
+	if (!ret && zcx_recv(s->ep, &theirs, sizeof(theirs), 40, UINT64_MAX, NULL) !=
+	    sizeof(theirs))
+		ret = -EPROTO;
+	if (!ret)
+		ret = group_up(s, &g);
+	t = now_ns();
+	for (i = 0; i < BARRIERS && !ret; i++) {
+		round = i + 1;
+		ret = zcx_put(s->ep, s->peer, &round, sizeof(round), theirs.addr, theirs.rkey);
+		if (ret) {
+			*what = "put";
+			break;
+		}
+		ret = zcx_group_barrier(g);
+		if (ret) {
+			*what = "barrier";
+			break;
+		}
+		/* The other side put this round's number before it arrived. */
+		seen = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+		if (seen != round && seen != round + 1) {
+			fprintf(stderr, "# after barrier %d the other side is at %" PRIu64 "\n",
+				i + 1, seen);
+			*what = "a side passed the barrier early";
+			ret = -EBADMSG;
+		}
+	}
+	*us = (now_ns() - t) / 1e3 / BARRIERS;
+	zcx_group_destroy(g);
+	zcx_unexpose(s->zcx, mine.rkey);
+	munmap(slot, 4096);
+	return ret;
+}
+
+/* --- case 6: the client's node drops off the network --------------------------- */
+
+/*
+ * Post a receive no message will match, cut the client's link (@ifname)
+ * once both sides have, and wait for the receive to fail: 0 if it did with
+ * ECONNRESET, after *@secs.
+ */
+static int node_lost(struct side *s, const char *ifname, double *secs)
+{
+	struct timespec tick = { 0, 10000000 };
+	struct zcx_req req = { 0 };
+	char cmd[128], c = 'r';
+	uint64_t t, end;
+	int ret;
+
+	ret = zcx_irecv(s->ep, NULL, 0, 60, UINT64_MAX, &req);
+	if (!ret)
+		ret = zcx_ep_flush(s->ep);
+	if (!ret && put_file(server ? "lost.server" : "lost.client", &c, 1))
+		ret = -EPIPE;
+	if (!ret && !server) {
+		snprintf(cmd, sizeof(cmd), "ip link set dev '%s' down", ifname);
+		if (get_file("lost.server", &c, 1))
+			ret = -EPIPE;
+		else if (system(cmd))
+			ret = -EIO;
+	}
+	t = now_ns();
+	end = t + WAIT_MS * 1000000ULL;
+	while (!ret && (ret = zcx_test(s->ep, &req)) == 0 && now_ns() < end)
+		nanosleep(&tick, NULL);
+	*secs = (now_ns() - t) / 1e9;
+	if (ret == 1)
+		ret = req.status == -ECONNRESET ? 0 : req.status ? req.status : -EPROTO;
+	else if (!ret)
+		ret = -ETIME;
+	return ret;
+}
+
 /* --- case 5: a process killed mid-transfer ------------------------------------ */
 
 /* The client's victim: receive into @shared until killed. */
@@ -419,20 +543,21 @@ static int kill_server(int attempt, int *res, char *verdict)
 
 int main(int argc, char **argv)
 {
-	const char *what = NULL;
+	const char *what = NULL, *ifname;
 	double us8 = 0, us_rv = 0;
 	int ret, res = 0, attempt, failed = 0;
 	struct side s = { 0 };
 	char verdict = 'n';
 	bool ok;
 
-	if (argc != 3 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
-		fprintf(stderr, "usage: zcx_twonode server|client DIR\n");
+	if (argc < 3 || argc > 4 || (strcmp(argv[1], "server") && strcmp(argv[1], "client"))) {
+		fprintf(stderr, "usage: zcx_twonode server|client DIR [IFNAME]\n");
 		return 2;
 	}
 	server = !strcmp(argv[1], "server");
 	dir = argv[2];
-	printf("TAP version 13\n1..5\n");
+	ifname = argc == 4 ? argv[3] : NULL;
+	printf("TAP version 13\n1..6\n");
 
 	ret = server ? side_up(&s, "server.addr", "client.addr") :
 		       side_up(&s, "client.addr", "server.addr");
@@ -454,7 +579,11 @@ int main(int argc, char **argv)
 	tap(!ret, "64MiB_each_way_checksummed", "%s", what ? what : zcx_strerror(ret));
 	failed += !!ret;
 
-	tap(true, "barrier", "SKIP barriers between nodes are not implemented yet");
+	what = NULL;
+	ret = barriers(&s, &us8, &what);
+	tap(!ret, "barrier", "%s%s%s; %d rounds with a put each, %.1f us per round",
+	    what ? what : "", what ? ": " : "", zcx_strerror(ret), BARRIERS, us8);
+	failed += !!ret;
 
 	/* Again if the whole message was in before the kill: that proves nothing. */
 	for (attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
@@ -467,6 +596,14 @@ int main(int argc, char **argv)
 	    res, zcx_strerror(res), verdict == 'm' ? "midway" : verdict == 'c' ?
 	    "after the transfer" : "before anything came");
 	failed += !ok;
+
+	if (!ifname) {
+		tap(true, "node_lost", "SKIP no IFNAME to take down");
+	} else {
+		ret = node_lost(&s, ifname, &us8);
+		tap(!ret, "node_lost", "%s after %.1f s", zcx_strerror(ret), us8);
+		failed += !!ret;
+	}
 	side_down(&s);
 	return failed ? 1 : 0;
 }

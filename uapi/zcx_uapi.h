@@ -549,8 +549,12 @@ struct zcx_ep_destroy {
  * fatal signal came first).  Over the network, sends of any size work
  * (inline up to a page less 16 bytes, 4080 on x86-64; above that the
  * receiver reads the sender's pinned pages with RDMA READ), up to what
- * 128 fast registrations map (else EMSGSIZE); put/get complete with
- * EOPNOTSUPP for now.
+ * 128 fast registrations map (else EMSGSIZE).  Put and get too: a short
+ * put carries its bytes, else the peer's node RDMA READs the put from, or
+ * RDMA WRITEs the get into, the caller's pinned pages, after checking key,
+ * rights and bounds there (up to 256 MiB, and what 128 registrations of
+ * the caller's device map, else EMSGSIZE; ENOBUFS if the peer's device
+ * cannot register the range).
  */
 /* zcx_ep_connect.flags */
 #define ZCX_CONNECT_NET		(1U << 0)	/* through the network, even on this node */
@@ -600,10 +604,14 @@ struct zcx_enter {
 #define ZCX_OP_GET		4	/* read the peer's memory into [addr, +len) */
 #define ZCX_OP_BARRIER		5	/* wait for round @tag of barrier @peer to pass */
 
+/* zcx_sqe.flags */
+#define ZCX_SQE_CONNECTED	(1U << 0)	/* RECV: see below */
+#define ZCX_SQE_FLAGS		ZCX_SQE_CONNECTED
+
 /**
  * struct zcx_sqe - a submission.
  * @opcode:	ZCX_OP_*.
- * @flags:	must be zero.
+ * @flags:	ZCX_SQE_* (RECV only), else zero.
  * @reserved:	must be zero.
  * @peer:	SEND, PUT, GET: connection number; BARRIER: barrier number.
  * @user_data:	copied to the completion.
@@ -621,6 +629,9 @@ struct zcx_enter {
  * Messages between two endpoints are matched in the order they were sent.
  * A posted receive completes with ECONNRESET when the last endpoint
  * connected to its endpoint goes away (no message can come any more).
+ * With ZCX_SQE_CONNECTED, a receive that no waiting message matches also
+ * fails so at once if no endpoint is connected to its endpoint now (the
+ * last one went before it was posted); without, it waits for one.
  * A message shorter than zcopy_threshold is copied inline and its send
  * completes at once (within eager_credits); a larger one is copied once,
  * from the sender's pinned pages or memory straight into the receiver's,

@@ -69,6 +69,7 @@ static struct zcx_ib_conn *zcx_ib_conn_alloc(bool passive)
 	conn->quiet_cqe.done = zcx_ib_quiet_done;
 	INIT_LIST_HEAD(&conn->acc.link);
 	INIT_WORK(&conn->teardown, zcx_ib_teardown_work);
+	zcx_ib_keepalive_init(conn);
 	conn->passive = passive;
 	conn->base_ref = passive;
 	mutex_lock(&zcx_ib_conns_mutex);
@@ -228,6 +229,8 @@ static void zcx_ib_conn_kill(struct zcx_ib_conn *conn)
 		/* A connect still waiting (device removal) gives up. */
 		zcx_ib_connect_done(conn, -ECONNRESET);
 		rdma_unlock_handler(id);
+		/* Dead: it does not arm itself again. */
+		cancel_delayed_work_sync(&conn->keepalive);
 		/* No job is being built on what is freed below. */
 		down_write(&conn->building);
 		up_write(&conn->building);
@@ -441,6 +444,7 @@ static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		if (conn->state == ZCX_IB_CONNECTING)
 			conn->state = ZCX_IB_LIVE;
 		spin_unlock(&conn->lock);
+		zcx_ib_keepalive_arm(conn);
 		if (!conn->passive)
 			zcx_ib_connect_done(conn, 0);
 		break;
@@ -565,6 +569,7 @@ const struct zcx_backend_ops zcx_ib_ops = {
 	.send		= zcx_ib_send,
 	.close		= zcx_ib_close,
 	.pull		= zcx_ib_pull,
+	.rma		= zcx_ib_rma,
 	.release_rx	= zcx_ib_release_rx,
 };
 

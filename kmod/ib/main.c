@@ -31,6 +31,10 @@ static ushort zcx_ib_port = 7471;
 module_param_named(port, zcx_ib_port, ushort, 0444);
 MODULE_PARM_DESC(port, "rdma_cm port the node listens on (default 7471)");
 
+unsigned int zcx_ib_keepalive_ms = 10000;
+module_param_named(keepalive_ms, zcx_ib_keepalive_ms, uint, 0644);
+MODULE_PARM_DESC(keepalive_ms, "An idle connection checks its peer every this many ms (default 10000, 0: never)");
+
 static_assert(IB_DEVICE_NAME_MAX <= ZCX_BACKEND_NAME_MAX);
 
 struct zcx_ib_dev {

@@ -24,6 +24,7 @@
  * end, so that a teardown (zcx_ib_jobs_fail(), after draining the queue
  * pair) ends those the device never completed.
  */
+#include <linux/highmem.h>
 #include <linux/slab.h>
 
 #include "zcx_ib.h"
@@ -289,8 +290,10 @@ static void zcx_ib_job_end(struct zcx_ib_tx *tx, int res)
 	zcx_ib_reg_unmap(conn, &tx->reg);
 	if (tx->type == ZCX_IB_JOB_PULL)
 		zcx_op_pulled(tx->op, res, tx->len, tx->tag);
-	else
+	else if (tx->type != ZCX_IB_JOB_SERVE)
 		zcx_op_complete(tx->op, res, res ? 0 : tx->len, 0);
+	else if (tx->target)
+		zcx_rma_target_done(tx->target);
 	if (tx->wr != &tx->wr1)
 		kfree(tx->wr);
 	if (tx->sge != tx->sge2)
@@ -446,6 +449,76 @@ static void zcx_ib_job_done(struct ib_cq *cq, struct ib_wc *wc)
 	zcx_ib_job_end(tx, res ? res : tx->status);
 }
 
+/* --- keepalive ----------------------------------------------------------- */
+
+/*
+ * A queue pair learns that its peer is gone only when what it sends is
+ * not acknowledged, so an idle one (a receiver, or a sender waiting for
+ * a FIN) would never learn it.  Every keepalive_ms a live connection
+ * sends a zero-byte RDMA WRITE, which needs no buffer, key or credit of
+ * the peer's, only its acknowledgement: once the peer's node is gone, the
+ * retries run out (seven ACK timeouts, about 35 s), the completion fails
+ * and the connection is torn down, failing what waits on it.
+ */
+static void zcx_ib_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_conn *conn = container_of(wc->wr_cqe, struct zcx_ib_conn, keepalive_cqe);
+
+	zcx_ib_wc_result(conn, wc);
+	spin_lock(&conn->lock);
+	conn->keepalive_busy = false;
+	spin_unlock(&conn->lock);
+	zcx_ib_sq_release(conn, 1);
+}
+
+static void zcx_ib_keepalive_work(struct work_struct *work)
+{
+	struct zcx_ib_conn *conn = container_of(to_delayed_work(work), struct zcx_ib_conn,
+						keepalive);
+	struct ib_rdma_wr wr = {
+		.wr.opcode = IB_WR_RDMA_WRITE,
+		.wr.send_flags = IB_SEND_SIGNALED,
+		.wr.wr_cqe = &conn->keepalive_cqe,
+	};
+	bool broken = false;
+
+	spin_lock(&conn->lock);
+	if (conn->state != ZCX_IB_LIVE) {
+		spin_unlock(&conn->lock);
+		return;
+	}
+	/* The last one still going, or a full queue: checking already. */
+	if (!conn->keepalive_busy && conn->sq_used < conn->sq_depth) {
+		conn->sq_used++;
+		conn->keepalive_busy = true;
+		if (ib_post_send(conn->qp, &wr.wr, NULL)) {
+			conn->sq_used--;
+			conn->keepalive_busy = false;
+			broken = true;
+		}
+	}
+	spin_unlock(&conn->lock);
+	if (broken)
+		zcx_ib_conn_schedule_kill(conn);
+	else
+		zcx_ib_keepalive_arm(conn);
+}
+
+void zcx_ib_keepalive_init(struct zcx_ib_conn *conn)
+{
+	INIT_DELAYED_WORK(&conn->keepalive, zcx_ib_keepalive_work);
+	conn->keepalive_cqe.done = zcx_ib_keepalive_done;
+}
+
+/* Check @conn's peer in keepalive_ms; the teardown cancels it. */
+void zcx_ib_keepalive_arm(struct zcx_ib_conn *conn)
+{
+	unsigned int ms = READ_ONCE(zcx_ib_keepalive_ms);
+
+	if (ms && READ_ONCE(conn->state) == ZCX_IB_LIVE)
+		queue_delayed_work(system_wq, &conn->keepalive, msecs_to_jiffies(ms));
+}
+
 /* --- work requests ------------------------------------------------------- */
 
 /* @tx's message as the SEND @wr, signalled, with @sge its first entry. */
@@ -559,12 +632,21 @@ static int zcx_ib_eager_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, cons
 	return 0;
 }
 
-/* Invalidate an RTS's registrations: its RTS was sent and its FIN came. */
-static void zcx_ib_rts_inv_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+/*
+ * An RTS (or PUT, GET) was sent and its FIN came: invalidate its
+ * registrations, or, with none, take it off conn->held and return true
+ * for the caller to end it.
+ */
+static bool zcx_ib_rts_finish_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 {
+	if (!tx->reg.nmr) {
+		list_del(&tx->link);
+		return true;
+	}
 	/* Not posted: the teardown ends it, the queue pair being dead. */
 	if (conn->state != ZCX_IB_LIVE || ib_post_send(conn->qp, &tx->inv[0].send, NULL))
 		zcx_ib_conn_schedule_kill(conn);
+	return false;
 }
 
 /* An RTS's SEND completed: on an error, no FIN can come. */
@@ -573,17 +655,18 @@ static void zcx_ib_rts_sent(struct ib_cq *cq, struct ib_wc *wc)
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
 	struct zcx_ib_conn *conn = tx->conn;
 	int res = zcx_ib_wc_result(conn, wc);
+	bool end = true;
 
 	spin_lock(&conn->lock);
 	if (res) {
 		list_del(&tx->link);
 	} else {
 		tx->sent = true;
-		if (tx->fin)
-			zcx_ib_rts_inv_locked(conn, tx);
+		end = tx->fin && zcx_ib_rts_finish_locked(conn, tx);
+		res = tx->status;
 	}
 	spin_unlock(&conn->lock);
-	if (res)
+	if (end)
 		zcx_ib_job_end(tx, res);
 }
 
@@ -600,26 +683,53 @@ static void zcx_ib_rts_done(struct ib_cq *cq, struct ib_wc *wc)
 	zcx_ib_job_end(tx, res ? res : tx->status);
 }
 
-/*
- * A rendezvous send: register the pages for the peer to read, then SEND
- * the RTS; once it is sent and its FIN came, invalidate, and only then
- * complete the send.
- */
-static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u64 len, u64 tag)
+/* Copy @len bytes between @buf and @pages (from @offset), to the pages if @to. */
+static void zcx_ib_copy_pages(struct page **pages, u32 offset, void *buf, u64 len, bool to)
 {
+	u32 n;
+
+	for (; len; pages++, offset = 0, buf += n, len -= n) {
+		n = min_t(u64, len, PAGE_SIZE - offset);
+		if (to)
+			memcpy_to_page(*pages, offset, buf, n);
+		else
+			memcpy_from_page(buf, *pages, offset, n);
+	}
+}
+
+/*
+ * A message the passive side answers with a FIN: an RTS (a rendezvous
+ * send of @tag), a PUT or a GET (@type) of the op's @len pinned bytes,
+ * at @raddr of the peer's range @rkey.  Register the pages for the peer
+ * to read (RTS, PUT) or write (GET), then SEND the message; once it is
+ * sent and its FIN came, invalidate, and only then complete the op.  A
+ * short PUT carries its bytes and registers nothing.
+ */
+static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 type, u64 len,
+			  u64 tag, u64 raddr, u64 rkey)
+{
+	int access = type == ZCX_IB_GET ? IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE :
+					  IB_ACCESS_REMOTE_READ;
+	bool carried = type == ZCX_IB_PUT && len <= ZCX_IB_PUT_INLINE;
+	struct page **pages = NULL;
 	struct zcx_ib_hdr *hdr;
 	struct zcx_ib_rts *rts;
-	struct page **pages;
-	u32 offset, i, nmr;
+	u32 offset = 0, i, nmr;
 	int ret;
 
 	tx->len = len;
-	pages = zcx_op_pages(tx->op, &offset);
-	if (!pages)
-		return -EFAULT;
-	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, IB_ACCESS_REMOTE_READ);
-	if (ret)
-		return ret;
+	if (len > ZCX_IB_RMA_MAX && type != ZCX_IB_RTS)
+		return -EMSGSIZE;
+	if (len) {
+		pages = zcx_op_pages(tx->op, &offset);
+		if (!pages)
+			return -EFAULT;
+	}
+	if (len && !carried) {
+		ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access);
+		if (ret)
+			return ret;
+	}
 	nmr = tx->reg.nmr;
 	ret = zcx_ib_job_wrs(tx, nmr + 1, 1);
 	if (ret)
@@ -628,34 +738,43 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u64 le
 	tx->wrs = 2 * nmr + 1;
 	if (tx->wrs > conn->sq_depth)
 		return -EMSGSIZE;
-	tx->msg_len = sizeof(*hdr) + struct_size(rts, segs, nmr);
+	tx->msg_len = sizeof(*hdr) + struct_size(rts, segs, nmr) + (carried ? len : 0);
 	tx->msg = kzalloc(tx->msg_len, GFP_KERNEL_ACCOUNT);
-	tx->inv = kcalloc(nmr, sizeof(*tx->inv), GFP_KERNEL_ACCOUNT);
-	if (!tx->msg || !tx->inv) {
-		if (!tx->msg)
-			tx->msg = tx->small;
+	if (!tx->msg) {
+		tx->msg = tx->small;
 		return -ENOMEM;
+	}
+	if (nmr) {
+		tx->inv = kcalloc(nmr, sizeof(*tx->inv), GFP_KERNEL_ACCOUNT);
+		if (!tx->inv)
+			return -ENOMEM;
 	}
 	hdr = tx->msg;
 	rts = tx->msg + sizeof(*hdr);
 	hdr->tag = cpu_to_le64(tag);
 	hdr->len = cpu_to_le32(tx->msg_len - sizeof(*hdr));
-	hdr->type = ZCX_IB_RTS;
+	hdr->type = type;
 	tx->cookie = atomic64_inc_return(&conn->next_cookie);
 	rts->len = cpu_to_le64(len);
 	rts->cookie = cpu_to_le64(tx->cookie);
+	rts->raddr = cpu_to_le64(raddr);
+	rts->rkey = cpu_to_le64(rkey);
 	rts->nseg = cpu_to_le32(nmr);
 	for (i = 0; i < nmr; i++) {
 		rts->segs[i].addr = cpu_to_le64(tx->reg.mr[i]->iova);
 		rts->segs[i].len = cpu_to_le32(tx->reg.mr[i]->length);
 		rts->segs[i].rkey = cpu_to_le32(tx->reg.mr[i]->rkey);
 	}
+	if (carried)
+		zcx_ib_copy_pages(pages, offset, rts->segs, len, false);
 	ret = zcx_ib_msg_map(conn, tx);
 	if (ret)
 		return ret;
-	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, IB_ACCESS_REMOTE_READ);
+	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, access);
 	tx->cqe.done = zcx_ib_rts_sent;
 	zcx_ib_wr_send(conn, tx, &tx->wr[nmr].send, &tx->sge[0], 1);
+	if (!nmr)
+		return 0;
 	zcx_ib_wr_inv(conn, &tx->reg, tx->inv);
 	zcx_ib_wr_chain(tx->inv, nmr);
 	tx->inv_cqe.done = zcx_ib_rts_done;
@@ -664,28 +783,29 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u64 le
 	return 0;
 }
 
-void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
+/*
+ * A job of @type for @op on @conn, with conn->building held (read) to
+ * build it; NULL if there can be none, @op completed.
+ */
+static struct zcx_ib_tx *zcx_ib_op_job(struct zcx_ib_conn *conn, enum zcx_ib_job_type type,
+				       struct zcx_op *op)
 {
-	struct zcx_ib_conn *conn = zcx_conn_remote(zconn);
-	bool eager;
-	struct zcx_ib_tx *tx;
-	const void *data;
-	u64 len, tag;
-	int ret;
+	struct zcx_ib_tx *tx = zcx_ib_job_alloc(conn, type, op);
 
-	zcx_op_payload(op, &data, &len, &tag);
-	eager = len <= ZCX_IB_INLINE;
-	tx = zcx_ib_job_alloc(conn, eager ? ZCX_IB_JOB_EAGER : ZCX_IB_JOB_RTS, op);
 	if (!tx) {
 		zcx_op_complete(op, -ENOMEM, 0, 0);
-		return;
+		return NULL;
 	}
 	if (!zcx_ib_build_begin(conn)) {
 		zcx_ib_job_end(tx, -ECONNRESET);
-		return;
+		return NULL;
 	}
-	ret = eager ? zcx_ib_eager_job(conn, tx, data, len, tag) :
-		      zcx_ib_rts_job(conn, tx, len, tag);
+	return tx;
+}
+
+/* Post @tx, built with outcome @ret, or end it; the building is over. */
+static void zcx_ib_op_post(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, int ret)
+{
 	if (ret)
 		zcx_ib_job_end(tx, ret);
 	else if (zcx_ib_job_submit(conn, tx))
@@ -693,14 +813,44 @@ void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
 	up_read(&conn->building);
 }
 
+void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
+{
+	struct zcx_ib_conn *conn = zcx_conn_remote(zconn);
+	struct zcx_ib_tx *tx;
+	const void *data;
+	u64 len, tag;
+	bool eager;
+
+	zcx_op_payload(op, &data, &len, &tag);
+	eager = len <= ZCX_IB_INLINE;
+	tx = zcx_ib_op_job(conn, eager ? ZCX_IB_JOB_EAGER : ZCX_IB_JOB_RTS, op);
+	if (tx)
+		zcx_ib_op_post(conn, tx, eager ? zcx_ib_eager_job(conn, tx, data, len, tag) :
+					   zcx_ib_rts_job(conn, tx, ZCX_IB_RTS, len, tag, 0, 0));
+}
+
+void zcx_ib_rma(struct zcx_conn *zconn, struct zcx_op *op, bool put, u64 raddr, u64 rkey)
+{
+	struct zcx_ib_conn *conn = zcx_conn_remote(zconn);
+	struct zcx_ib_tx *tx;
+	const void *data;
+	u64 len, tag;
+
+	zcx_op_payload(op, &data, &len, &tag);
+	tx = zcx_ib_op_job(conn, ZCX_IB_JOB_RTS, op);
+	if (tx)
+		zcx_ib_op_post(conn, tx, zcx_ib_rts_job(conn, tx, put ? ZCX_IB_PUT : ZCX_IB_GET,
+							 len, 0, raddr, rkey));
+}
+
 /* --- receiving ------------------------------------------------------------ */
 
-/* A FIN for an RTS of ours: invalidate, once the RTS's SEND completed. */
+/* A FIN for an RTS of ours: finish it, once the RTS's SEND completed. */
 static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin)
 {
 	u64 cookie = le64_to_cpu(fin->cookie);
 	int status = (int)le32_to_cpu(fin->status);
-	struct zcx_ib_tx *tx;
+	struct zcx_ib_tx *tx, *end = NULL;
 	int ret = -EPROTO;
 
 	if (status > 0 || status < -MAX_ERRNO)
@@ -711,12 +861,14 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin)
 			continue;
 		tx->fin = true;
 		tx->status = status;
-		if (tx->sent)
-			zcx_ib_rts_inv_locked(conn, tx);
+		if (tx->sent && zcx_ib_rts_finish_locked(conn, tx))
+			end = tx;
 		ret = 0;
 		break;
 	}
 	spin_unlock(&conn->lock);
+	if (end)
+		zcx_ib_job_end(end, end->status);
 	return ret;
 }
 
@@ -761,27 +913,44 @@ broken:
 	zcx_ib_conn_schedule_kill(conn);
 }
 
-/* Whether the RTS of @len bytes at @rts is well formed. */
-static bool zcx_ib_rts_valid(const struct zcx_ib_rts *rts, u32 len)
+/*
+ * Whether the RTS, PUT or GET (@type) of @len bytes at @rts is well
+ * formed: its segments add up to its length, or a short PUT carries it.
+ */
+static bool zcx_ib_rts_valid(u8 type, const struct zcx_ib_rts *rts, u32 len)
 {
-	u32 i, nseg;
-	u64 sum = 0;
+	u64 msg_len, sum = 0;
+	u32 i, nseg, seg_len;
 
 	if (len < sizeof(*rts))
 		return false;
 	nseg = le32_to_cpu(rts->nseg);
-	if (!nseg || nseg > ZCX_IB_MAX_SEGS || len != struct_size(rts, segs, nseg))
+	msg_len = le64_to_cpu(rts->len);
+	if (type == ZCX_IB_PUT && !nseg && msg_len <= ZCX_IB_PUT_INLINE)
+		return len == sizeof(*rts) + msg_len;
+	if (nseg > ZCX_IB_MAX_SEGS || len != struct_size(rts, segs, nseg))
 		return false;
-	for (i = 0; i < nseg; i++)
-		sum += le32_to_cpu(rts->segs[i].len);
-	return sum == le64_to_cpu(rts->len) && sum > ZCX_IB_INLINE;
+	for (i = 0; i < nseg; i++) {
+		seg_len = le32_to_cpu(rts->segs[i].len);
+		if (!seg_len)
+			return false;
+		sum += seg_len;
+	}
+	if (sum != msg_len)
+		return false;
+	if (type == ZCX_IB_RTS)
+		return sum > ZCX_IB_INLINE;
+	return sum <= ZCX_IB_RMA_MAX && (type == ZCX_IB_GET || sum > ZCX_IB_PUT_INLINE);
 }
+
+static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx);
 
 /*
  * A message arrived: a passive connection hands EAGER and RTS messages
- * to zcx.ko, which holds the buffer until it consumed the message; an
- * active one takes FINs.  Anything else is not our protocol: the peer is
- * broken, and the connection goes.
+ * to zcx.ko, which holds the buffer until it consumed the message, and
+ * serves PUT and GET itself; an active one takes FINs and CREDITs.
+ * Anything else is not our protocol: the peer is broken, and the
+ * connection goes.
  */
 static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -810,9 +979,16 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		zcx_ib_reply(conn, rx, hdr->type, le16_to_cpu(hdr->credits), len);
 		return;
 	}
+	if ((hdr->type == ZCX_IB_PUT || hdr->type == ZCX_IB_GET) &&
+	    zcx_ib_rts_valid(hdr->type, body, len)) {
+		/* The buffer, and so the connection, is held until answered. */
+		kref_get(&conn->ref);
+		zcx_ib_serve(conn, rx);
+		return;
+	}
 	if (hdr->type == ZCX_IB_EAGER) {
 		msg_len = len;
-	} else if (hdr->type == ZCX_IB_RTS && zcx_ib_rts_valid(body, len)) {
+	} else if (hdr->type == ZCX_IB_RTS && zcx_ib_rts_valid(hdr->type, body, len)) {
 		msg_len = le64_to_cpu(((struct zcx_ib_rts *)body)->len);
 		body = NULL;
 	} else {
@@ -830,13 +1006,14 @@ broken:
 }
 
 /*
- * READs of the message in @rts into the MRs of @reg, @len bytes: each
- * takes what one local MR and one remote segment have in common.  Fills
- * @wr and @sge from their start; returns how many.
+ * READs (@opcode) of the segments of @rts into the MRs of @reg, or WRITEs
+ * from them, @len bytes: each takes what one local MR and one remote
+ * segment have in common.  Fills @wr and @sge from their start; returns
+ * how many.
  */
-static u32 zcx_ib_wr_reads(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg,
-			   const struct zcx_ib_rts *rts, u64 len, union ib_wr_any *wr,
-			   struct ib_sge *sge)
+static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg,
+			  const struct zcx_ib_rts *rts, u64 len, enum ib_wr_opcode opcode,
+			  union ib_wr_any *wr, struct ib_sge *sge)
 {
 	u32 l = 0, r = 0, n = 0;
 	u64 loff = 0, roff = 0;
@@ -849,7 +1026,7 @@ static u32 zcx_ib_wr_reads(struct zcx_ib_conn *conn, const struct zcx_ib_reg *re
 		sge[n].addr = mr->iova + loff;
 		sge[n].length = chunk;
 		sge[n].lkey = mr->lkey;
-		wr[n].rdma.wr.opcode = IB_WR_RDMA_READ;
+		wr[n].rdma.wr.opcode = opcode;
 		wr[n].rdma.wr.wr_cqe = &conn->quiet_cqe;
 		wr[n].rdma.wr.sg_list = &sge[n];
 		wr[n].rdma.wr.num_sge = 1;
@@ -872,83 +1049,79 @@ static u32 zcx_ib_wr_reads(struct zcx_ib_conn *conn, const struct zcx_ib_reg *re
 }
 
 /*
- * The chain of a pull of @len bytes: register the receive's pages, READ,
- * invalidate (fenced: after the READs), leaving room for the FIN last.
- * Returns the FIN's index in the chain, or -errno.
+ * The chain moving @len bytes between the segments of @rts and @pages
+ * (from @offset): register the pages, then READ into them (@read) and
+ * invalidate (fenced: after the READs), leaving room for the FIN last;
+ * or WRITE from them, leaving room for the FIN, and invalidate (fenced:
+ * once the WRITEs are done with the pages).  Sets tx->wrs and where the
+ * FIN and its scatter entry go; 0 or -errno.
  */
-static int zcx_ib_pull_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
-			     const struct zcx_ib_rts *rts, u64 len, u32 *fin_sge)
+static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
+			     const struct zcx_ib_rts *rts, struct page **pages, u32 offset,
+			     u64 len, bool read, u32 *fin_wr, u32 *fin_sge)
 {
-	u32 nseg = le32_to_cpu(rts->nseg), nmr, nread, offset;
-	struct page **pages;
+	int access = read ? IB_ACCESS_LOCAL_WRITE : 0;
+	u32 nseg = le32_to_cpu(rts->nseg), nmr, n;
 	int ret;
 
-	pages = zcx_op_pages(tx->op, &offset);
 	if (!pages)
 		return -EFAULT;
-	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, IB_ACCESS_LOCAL_WRITE);
+	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access);
 	if (ret)
 		return ret;
 	nmr = tx->reg.nmr;
-	/* At most one READ per local MR and per remote segment. */
+	/* At most one READ or WRITE per local MR and per remote segment. */
 	ret = zcx_ib_job_wrs(tx, nmr + (nmr + nseg) + nmr + 1, nmr + nseg + 1);
 	if (ret)
 		return ret;
 	if (tx->wrs > conn->sq_depth)
 		return -EMSGSIZE;
-	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, IB_ACCESS_LOCAL_WRITE);
-	nread = zcx_ib_wr_reads(conn, &tx->reg, rts, len, tx->wr + nmr, tx->sge);
-	zcx_ib_wr_inv(conn, &tx->reg, tx->wr + nmr + nread);
-	*fin_sge = nread;
-	return 2 * nmr + nread;
+	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, access);
+	n = zcx_ib_wr_rdma(conn, &tx->reg, rts, len, read ? IB_WR_RDMA_READ : IB_WR_RDMA_WRITE,
+			   tx->wr + nmr, tx->sge);
+	tx->wrs = 2 * nmr + n + 1;
+	*fin_wr = read ? 2 * nmr + n : nmr + n;
+	*fin_sge = n;
+	zcx_ib_wr_inv(conn, &tx->reg, tx->wr + nmr + n + (read ? 0 : 1));
+	return 0;
 }
 
 /*
- * zcx.ko matched the rendezvous message in @arg with receive @recv: read
- * its first @len bytes into @recv's pinned pages, then tell the sender
- * (FIN).  A pull that cannot be set up sends the FIN alone, with the
- * error, which both sides' operations complete with.
+ * Post @tx, answering the RTS, PUT or GET @rts with a FIN: first move
+ * the first @len bytes between its segments and @pages (from @offset),
+ * READing into the pages (@read) or WRITing from them, unless tx->status
+ * tells a failure already.  A move that cannot be set up sends the FIN
+ * alone, with the error, which both sides' operations complete with.
  */
-void zcx_ib_pull(void *arg, struct zcx_op *recv, u64 len)
+static void zcx_ib_answer(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
+			  const struct zcx_ib_rts *rts, struct page **pages, u32 offset,
+			  u64 len, bool read)
 {
-	struct zcx_ib_rx *rx = arg;
-	struct zcx_ib_conn *conn = rx->conn;
-	const struct zcx_ib_hdr *rts_hdr = (const void *)rx->buf;
-	const struct zcx_ib_rts *rts = (const void *)(rts_hdr + 1);
+	u32 fin_wr = 0, fin_sge = 0;
 	struct zcx_ib_hdr *hdr;
 	struct zcx_ib_fin *fin;
-	struct zcx_ib_tx *tx;
-	u32 fin_sge = 0;
-	int ret, last = 0;
+	struct ib_send_wr *last;
+	int ret;
 
-	tx = zcx_ib_job_alloc(conn, ZCX_IB_JOB_PULL, recv);
-	if (!tx) {
-		zcx_op_complete(recv, -ENOMEM, 0, 0);
-		zcx_ib_conn_schedule_kill(conn);
-		zcx_ib_release_rx(rx);
-		return;
-	}
-	tx->rx = rx;
-	tx->len = le64_to_cpu(rts->len);
-	tx->tag = le64_to_cpu(rts_hdr->tag);
 	if (!zcx_ib_build_begin(conn)) {
 		zcx_ib_job_end(tx, -ECONNRESET);
 		return;
 	}
-	if (len)
-		last = zcx_ib_pull_chain(conn, tx, rts, len, &fin_sge);
-	if (last < 0) {
+	tx->wrs = 1;
+	ret = len && !tx->status ?
+	      zcx_ib_move_chain(conn, tx, rts, pages, offset, len, read, &fin_wr, &fin_sge) : 0;
+	if (ret) {
 		/*
 		 * The FIN alone, first in what was allocated.  Nothing moved:
 		 * not EMSGSIZE, which would say the receive holds a prefix.
 		 */
-		tx->status = last == -EMSGSIZE ? -ENOBUFS : last;
+		tx->status = ret == -EMSGSIZE ? -ENOBUFS : ret;
 		zcx_ib_reg_unmap(conn, &tx->reg);
 		memset(tx->wr, 0, sizeof(*tx->wr));
-		last = 0;
+		tx->wrs = 1;
+		fin_wr = 0;
 		fin_sge = 0;
 	}
-	tx->wrs = last + 1;
 	hdr = tx->msg;
 	fin = tx->msg + sizeof(*hdr);
 	tx->msg_len = sizeof(*hdr) + sizeof(*fin);
@@ -960,9 +1133,18 @@ void zcx_ib_pull(void *arg, struct zcx_op *recv, u64 len)
 	if (ret)
 		goto fail;
 	tx->cqe.done = zcx_ib_job_done;
-	zcx_ib_wr_send(conn, tx, &tx->wr[last].send, &tx->sge[fin_sge], 1);
-	tx->wr[last].send.send_flags |= IB_SEND_FENCE;
-	tx->wr[last].send.next = NULL;
+	zcx_ib_wr_send(conn, tx, &tx->wr[fin_wr].send, &tx->sge[fin_sge], 1);
+	last = &tx->wr[tx->wrs - 1].send;
+	if (last == &tx->wr[fin_wr].send) {
+		tx->wr[fin_wr].send.send_flags |= IB_SEND_FENCE;
+	} else {
+		/* The invalidations after a WRITE's FIN: the last ends the job. */
+		tx->wr[fin_wr].send.send_flags = 0;
+		tx->wr[fin_wr].send.wr_cqe = &conn->quiet_cqe;
+		last->send_flags |= IB_SEND_SIGNALED;
+		last->wr_cqe = &tx->cqe;
+	}
+	last->next = NULL;
 	if (zcx_ib_job_submit(conn, tx))
 		zcx_ib_conn_schedule_kill(conn);
 	up_read(&conn->building);
@@ -971,4 +1153,82 @@ fail:
 	zcx_ib_job_end(tx, ret);
 	zcx_ib_conn_schedule_kill(conn);
 	up_read(&conn->building);
+}
+
+/* A job of @type answering the request in @rx, or NULL (@rx let go of). */
+static struct zcx_ib_tx *zcx_ib_answer_job(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx,
+					   enum zcx_ib_job_type type, struct zcx_op *op)
+{
+	struct zcx_ib_tx *tx = zcx_ib_job_alloc(conn, type, op);
+
+	if (!tx) {
+		zcx_ib_conn_schedule_kill(conn);
+		zcx_ib_release_rx(rx);
+		return NULL;
+	}
+	tx->rx = rx;
+	return tx;
+}
+
+/*
+ * zcx.ko matched the rendezvous message in @arg with receive @recv: read
+ * its first @len bytes into @recv's pinned pages, then tell the sender
+ * (FIN).
+ */
+void zcx_ib_pull(void *arg, struct zcx_op *recv, u64 len)
+{
+	struct zcx_ib_rx *rx = arg;
+	const struct zcx_ib_hdr *hdr = (const void *)rx->buf;
+	const struct zcx_ib_rts *rts = (const void *)(hdr + 1);
+	struct page **pages = NULL;
+	struct zcx_ib_tx *tx;
+	u32 offset = 0;
+
+	tx = zcx_ib_answer_job(rx->conn, rx, ZCX_IB_JOB_PULL, recv);
+	if (!tx) {
+		zcx_op_complete(recv, -ENOMEM, 0, 0);
+		return;
+	}
+	tx->len = le64_to_cpu(rts->len);
+	tx->tag = le64_to_cpu(hdr->tag);
+	if (len)
+		pages = zcx_op_pages(recv, &offset);
+	zcx_ib_answer(rx->conn, tx, rts, pages, offset, len, true);
+}
+
+/*
+ * A PUT or GET came in @rx: hold the exposed range it names (zcx.ko
+ * checks key, rights and bounds), copy a short PUT's bytes into it, or
+ * READ a PUT into it, or WRITE a GET from it, and answer with a FIN
+ * telling the outcome.
+ */
+static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
+{
+	const struct zcx_ib_hdr *hdr = (const void *)rx->buf;
+	const struct zcx_ib_rts *rts = (const void *)(hdr + 1);
+	bool put = hdr->type == ZCX_IB_PUT;
+	u64 len = le64_to_cpu(rts->len);
+	struct zcx_rma_target *target;
+	struct page **pages = NULL;
+	struct zcx_ib_tx *tx;
+	u32 offset = 0;
+
+	tx = zcx_ib_answer_job(conn, rx, ZCX_IB_JOB_SERVE, NULL);
+	if (!tx)
+		return;
+	target = zcx_ep_rma_target(conn->ep, le64_to_cpu(rts->rkey), le64_to_cpu(rts->raddr),
+				   len, put);
+	if (IS_ERR(target)) {
+		tx->status = PTR_ERR(target);
+		len = 0;
+	} else {
+		tx->target = target;
+		if (len)
+			pages = zcx_rma_target_pages(target, &offset);
+	}
+	if (put && !rts->nseg && len) {
+		zcx_ib_copy_pages(pages, offset, (void *)rts->segs, len, true);
+		len = 0;
+	}
+	zcx_ib_answer(conn, tx, rts, pages, offset, len, put);
 }

@@ -56,7 +56,7 @@
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
 #define ZCX_IB_ACK_TIMEOUT	20
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		2
+#define ZCX_IB_VERSION		3
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -71,13 +71,18 @@ struct zcx_ib_hello {
  * Messages.  EAGER carries the payload; RTS (active to passive) offers a
  * longer one as registered segments for the receiver to read, and FIN
  * (passive to active) says it has been read.  CREDIT (passive to active)
- * gives back @credits receive buffers.
+ * gives back @credits receive buffers.  PUT and GET (active to passive)
+ * ask the passive side to READ the segments into, or WRITE them from,
+ * the range its endpoint's context exposed as @rkey; a short PUT carries
+ * its bytes instead.  A FIN answers them too, with the outcome.
  */
 enum zcx_ib_type {
 	ZCX_IB_EAGER,
 	ZCX_IB_RTS,
 	ZCX_IB_FIN,
 	ZCX_IB_CREDIT,
+	ZCX_IB_PUT,
+	ZCX_IB_GET,
 };
 
 /* The head of every message: @len bytes follow it. */
@@ -95,14 +100,25 @@ struct zcx_ib_seg {
 	__le32 rkey;
 };
 
-/* RTS: a message of @len bytes in @segs; FIN echoes @cookie. */
+/*
+ * RTS, PUT, GET: @len bytes in @segs (or, for a short PUT, no segment
+ * and the bytes after @segs); PUT, GET: at @raddr in the range exposed as
+ * @rkey.  The FIN echoes @cookie.
+ */
 struct zcx_ib_rts {
 	__le64 len;
 	__le64 cookie;
+	__le64 raddr;
+	__le64 rkey;
 	__le32 nseg;
 	__le32 reserved;
 	struct zcx_ib_seg segs[];
 };
+
+/* The longest PUT that carries its bytes. */
+#define ZCX_IB_PUT_INLINE	(ZCX_IB_INLINE - sizeof(struct zcx_ib_rts))
+/* The longest PUT or GET: what a message's registrations can map. */
+#define ZCX_IB_RMA_MAX		((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE)
 
 struct zcx_ib_fin {
 	__le64 cookie;
@@ -146,25 +162,28 @@ union ib_wr_any {
 
 enum zcx_ib_job_type {
 	ZCX_IB_JOB_EAGER,	/* an inline send */
-	ZCX_IB_JOB_RTS,		/* a rendezvous send, until its FIN */
+	ZCX_IB_JOB_RTS,		/* a rendezvous send, PUT or GET, until its FIN */
 	ZCX_IB_JOB_PULL,	/* reading a rendezvous message, and its FIN */
+	ZCX_IB_JOB_SERVE,	/* a peer's PUT or GET into our exposed range, and its FIN */
 	ZCX_IB_JOB_CREDIT,	/* a connection's own CREDIT message, reused */
 };
 
 /*
  * Work for a send queue: a chain of work requests, the last signalled
  * (@cqe), reserving @wrs entries of the queue until it is done.
- * @op:		EAGER, RTS: the send; PULL: the receive.
- * @rx:		PULL: the buffer of the RTS (and its connection reference).
+ * @op:		EAGER, RTS: the send (or PUT, GET); PULL: the receive.
+ * @target:	SERVE: the exposed range, if it could be had.
+ * @rx:		PULL, SERVE: the buffer of the request (and its connection
+ *		reference).
  * @wrs:	entries of the send queue it reserves.
  * @started:	posted: @wrs are reserved.
  * @wr:		the chain, built before posting ...
  * @sge:	... and its scatter entries: @wr1 and @sge2, or allocated.
  * @inv:	RTS: the chain invalidating @reg, posted on FIN (@inv_cqe).
- * @reg:	RTS, PULL: the registrations of the op's pages.
+ * @reg:	RTS, PULL, SERVE: the registrations of the pages.
  * @cookie:	RTS: the FIN's.
  * @sent, @fin:	RTS: the RTS completed, the FIN came (under conn->lock).
- * @status:	RTS: the FIN's status; PULL: what the FIN tells.
+ * @status:	RTS: the FIN's status; PULL, SERVE: what the FIN tells.
  * @len, @tag:	the message's length; PULL: and its tag.
  * @msg:	the message sent, @msg_len bytes (@small, or allocated) ...
  * @msg_dma:	... mapped here;
@@ -175,6 +194,7 @@ struct zcx_ib_tx {
 	struct zcx_ib_conn *conn;
 	enum zcx_ib_job_type type;
 	struct zcx_op *op;
+	struct zcx_rma_target *target;
 	struct zcx_ib_rx *rx;
 	struct list_head link;	/* on conn->tx_waiting or conn->held */
 	u32 wrs;
@@ -235,6 +255,9 @@ struct zcx_ib_tx {
  * @owed:	passive: buffers posted again but not yet given back ...
  * @credit_tx:	... by this CREDIT message ...
  * @credit_busy: ... which is posted (under @lock).
+ * @keepalive:	checks the peer every keepalive_ms while live ...
+ * @keepalive_cqe: ... with a zero-byte RDMA WRITE ...
+ * @keepalive_busy: ... that is posted (under @lock).
  * @teardown:	zcx_ib_conn_kill() from zcx_ib_wq.
  * @list:	on zcx_ib_conns.
  * @base_ref:	passive: the reference of being connected is still held.
@@ -271,10 +294,16 @@ struct zcx_ib_conn {
 	u32 owed;
 	struct zcx_ib_tx *credit_tx;
 	bool credit_busy;
+	struct delayed_work keepalive;
+	struct ib_cqe keepalive_cqe;
+	bool keepalive_busy;
 	struct work_struct teardown;
 	struct list_head list;
 	bool base_ref;
 };
+
+/* main.c */
+extern unsigned int zcx_ib_keepalive_ms;
 
 /* conn.c */
 extern const struct zcx_backend_ops zcx_ib_ops;
@@ -291,10 +320,13 @@ int zcx_ib_rx_fill(struct zcx_ib_conn *conn, u32 depth);
 void zcx_ib_release_rx(void *rx);
 void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op);
 void zcx_ib_pull(void *rx, struct zcx_op *recv, u64 len);
+void zcx_ib_rma(struct zcx_conn *zconn, struct zcx_op *op, bool put, u64 raddr, u64 rkey);
 void zcx_ib_jobs_fail(struct zcx_ib_conn *conn);
 int zcx_ib_credit_init(struct zcx_ib_conn *conn);
 void zcx_ib_credit_free(struct zcx_ib_conn *conn);
 void zcx_ib_quiet_done(struct ib_cq *cq, struct ib_wc *wc);
+void zcx_ib_keepalive_init(struct zcx_ib_conn *conn);
+void zcx_ib_keepalive_arm(struct zcx_ib_conn *conn);
 
 /* mr.c */
 int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page **pages,
