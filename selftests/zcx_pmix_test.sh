@@ -5,8 +5,9 @@
 # each other through PMIx (Open MPI's mpirun as the launcher), pass
 # checked messages round a ring (zero-copy and inline sizes) and meet at a
 # barrier; alone it is a ring of one; with a launcher it cannot reach it
-# fails at once.  TAP output; skips without mpirun, the example or
-# /dev/zcx.
+# fails at once; as root, also through the RDMA backend (-N -F: Soft-RoCE
+# on a veth of its own, zcx_ib listening, a group barrier).  TAP output;
+# skips without mpirun, the example or /dev/zcx.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +18,7 @@ rounds=100
 # As root, Open MPI wants to be told; more ranks than CPUs need
 # --oversubscribe.
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
-tests=4
+tests=5
 
 echo "TAP version 13"
 echo "1..$tests"
@@ -76,6 +77,56 @@ else
 	echo "# exit status $rc"
 	echo "not ok $n pmix.unreachable_launcher_fails"
 	status=1
+fi
+
+# The network of its own: Soft-RoCE on a veth, zcx_ib listening there
+# (the tree's next to $ZCX_KO, else the installed one).
+net_ip=10.79.0.1
+net_up() {
+	ip link add zcxpmv0 type veth peer name zcxpmv1 &&
+		ip addr add $net_ip/24 dev zcxpmv0 &&
+		ip link set zcxpmv0 up && ip link set zcxpmv1 up || return 1
+	modprobe rdma_rxe 2>/dev/null
+	rdma link add zcxpm0 type rxe netdev zcxpmv0 || return 1
+	# The port comes up with the veth's carrier, asynchronously.
+	for _ in $(seq 100); do
+		grep -q ACTIVE /sys/class/infiniband/zcxpm0/ports/1/state && break
+		sleep 0.1
+	done
+	modprobe rdma_cm 2>/dev/null
+	if [ -n "${ZCX_KO:-}" ]; then
+		insmod "$(dirname "$ZCX_KO")/zcx_ib.ko" listen=$net_ip
+	else
+		modprobe zcx_ib listen=$net_ip
+	fi
+}
+net_down() {
+	# Connections tear down in the background; then zcx_ib can go.
+	for _ in $(seq 300); do
+		rmmod zcx_ib 2>/dev/null && break
+		sleep 0.1
+	done
+	rdma link delete zcxpm0 2>/dev/null
+	ip link delete zcxpmv0 2>/dev/null
+}
+
+n=$((n + 1))
+if [ "$(id -u)" != 0 ] || grep -q '^zcx_ib ' /proc/modules; then
+	echo "ok $n pmix.mpirun_3_ranks_through_rdma # SKIP needs root and zcx_ib not loaded"
+else
+	n=$((n - 1))
+	if net_up > "$log" 2>&1; then
+		timeout 300 "${mpirun[@]}" -n 3 "$ring" -N -F -r 20 -s 65536 > "$log" 2>&1
+		rc=$?
+	else
+		rc=99
+	fi
+	net_down
+	if grep -q '^zcx_ib ' /proc/modules; then
+		echo "zcx_ib still loaded after the job" >> "$log"
+		rc=98
+	fi
+	report mpirun_3_ranks_through_rdma $rc "$(rounds=20 ok_lines 3 65536)"
 fi
 
 rm -f "$log"

@@ -314,7 +314,12 @@ static void zcx_ib_conn_param(struct rdma_conn_param *param, const struct ib_dev
 			      const struct rdma_conn_param *req)
 {
 	memset(param, 0, sizeof(*param));
-	param->retry_count = 7;
+	/*
+	 * Not 7: Soft-RoCE takes it for "retry forever" (as 7 means for
+	 * receiver-not-ready retries), and a peer that is gone would go
+	 * unnoticed.  Six ACK timeouts: about 30 s (see ZCX_IB_ACK_TIMEOUT).
+	 */
+	param->retry_count = 6;
 	/* 7: retry without limit while the receiver has no buffer posted. */
 	param->rnr_retry_count = 7;
 	param->flow_control = 1;

@@ -457,7 +457,7 @@ static void zcx_ib_job_done(struct ib_cq *cq, struct ib_wc *wc)
  * a FIN) would never learn it.  Every keepalive_ms a live connection
  * sends a zero-byte RDMA WRITE, which needs no buffer, key or credit of
  * the peer's, only its acknowledgement: once the peer's node is gone, the
- * retries run out (seven ACK timeouts, about 35 s), the completion fails
+ * retries run out (seven ACK timeouts, about 30 s), the completion fails
  * and the connection is torn down, failing what waits on it.
  */
 static void zcx_ib_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
