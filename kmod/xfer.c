@@ -848,7 +848,8 @@ void zcx_rma_target_done(struct zcx_rma_target *t)
 		if (t->npages)
 			unpin_user_pages_dirty_lock(t->pages, t->npages, t->span.write);
 		kvfree(t->pages);
-		mmput(t->span.mm);
+		/* From a backend's completion handler: not the last exit_mmap(). */
+		mmput_async(t->span.mm);
 		zcx_ctx_busy_put(t->ctx);
 	}
 	kfree(t);

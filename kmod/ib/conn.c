@@ -317,7 +317,8 @@ static void zcx_ib_conn_param(struct rdma_conn_param *param, const struct ib_dev
 	/*
 	 * Not 7: Soft-RoCE takes it for "retry forever" (as 7 means for
 	 * receiver-not-ready retries), and a peer that is gone would go
-	 * unnoticed.  Six ACK timeouts: about 30 s (see ZCX_IB_ACK_TIMEOUT).
+	 * unnoticed.  The first ACK timeout and six more: about 30 s (see
+	 * ZCX_IB_ACK_TIMEOUT).
 	 */
 	param->retry_count = 6;
 	/* 7: retry without limit while the receiver has no buffer posted. */

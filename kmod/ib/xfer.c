@@ -457,7 +457,8 @@ static void zcx_ib_job_done(struct ib_cq *cq, struct ib_wc *wc)
  * a FIN) would never learn it.  Every keepalive_ms a live connection
  * sends a zero-byte RDMA WRITE, which needs no buffer, key or credit of
  * the peer's, only its acknowledgement: once the peer's node is gone, the
- * retries run out (seven ACK timeouts, about 30 s), the completion fails
+ * retries run out (the first ACK timeout and six more, about 30 s), the
+ * completion fails
  * and the connection is torn down, failing what waits on it.
  */
 static void zcx_ib_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
@@ -649,25 +650,27 @@ static bool zcx_ib_rts_finish_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx 
 	return false;
 }
 
-/* An RTS's SEND completed: on an error, no FIN can come. */
+/*
+ * An RTS's SEND completed.  On an error no FIN can come, but its
+ * registrations may still be valid (a GET's for remote writing) while the
+ * device is not quite done with the queue pair: the job stays on
+ * conn->held for the teardown, which the error has scheduled, to end once
+ * the queue pair is destroyed.
+ */
 static void zcx_ib_rts_sent(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
 	struct zcx_ib_conn *conn = tx->conn;
-	int res = zcx_ib_wc_result(conn, wc);
-	bool end = true;
+	bool end = false;
 
+	if (zcx_ib_wc_result(conn, wc))
+		return;
 	spin_lock(&conn->lock);
-	if (res) {
-		list_del(&tx->link);
-	} else {
-		tx->sent = true;
-		end = tx->fin && zcx_ib_rts_finish_locked(conn, tx);
-		res = tx->status;
-	}
+	tx->sent = true;
+	end = tx->fin && zcx_ib_rts_finish_locked(conn, tx);
 	spin_unlock(&conn->lock);
 	if (end)
-		zcx_ib_job_end(tx, res);
+		zcx_ib_job_end(tx, tx->status);
 }
 
 /* An RTS's registrations are invalid again: the send is done. */
@@ -675,12 +678,14 @@ static void zcx_ib_rts_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, inv_cqe);
 	struct zcx_ib_conn *conn = tx->conn;
-	int res = zcx_ib_wc_result(conn, wc);
 
+	/* Not invalidated: for the teardown, as above. */
+	if (zcx_ib_wc_result(conn, wc))
+		return;
 	spin_lock(&conn->lock);
 	list_del(&tx->link);
 	spin_unlock(&conn->lock);
-	zcx_ib_job_end(tx, res ? res : tx->status);
+	zcx_ib_job_end(tx, tx->status);
 }
 
 /* Copy @len bytes between @buf and @pages (from @offset), to the pages if @to. */
@@ -922,7 +927,7 @@ static bool zcx_ib_rts_valid(u8 type, const struct zcx_ib_rts *rts, u32 len)
 	u64 msg_len, sum = 0;
 	u32 i, nseg, seg_len;
 
-	if (len < sizeof(*rts))
+	if (len < sizeof(*rts) || rts->reserved)
 		return false;
 	nseg = le32_to_cpu(rts->nseg);
 	msg_len = le64_to_cpu(rts->len);
@@ -1053,7 +1058,8 @@ static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg
  * (from @offset): register the pages, then READ into them (@read) and
  * invalidate (fenced: after the READs), leaving room for the FIN last;
  * or WRITE from them, leaving room for the FIN, and invalidate (fenced:
- * once the WRITEs are done with the pages).  Sets tx->wrs and where the
+ * a local invalidation waits for the work requests before it, WRITEs
+ * included, on Soft-RoCE and on NICs with strong ordering for it).  Sets tx->wrs and where the
  * FIN and its scatter entry go; 0 or -errno.
  */
 static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
@@ -1089,7 +1095,7 @@ static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 /*
  * Post @tx, answering the RTS, PUT or GET @rts with a FIN: first move
  * the first @len bytes between its segments and @pages (from @offset),
- * READing into the pages (@read) or WRITing from them, unless tx->status
+ * READing into the pages (@read) or WRITEing from them, unless tx->status
  * tells a failure already.  A move that cannot be set up sends the FIN
  * alone, with the error, which both sides' operations complete with.
  */

@@ -19,7 +19,11 @@
  * Completion handlers run on ib_core's completion workqueue and take
  * conn->lock and what zcx.ko's delivery and completion take; a message
  * matched there is pulled there, which takes conn->building (read) and
- * may sleep (allocating, registering).
+ * may sleep (allocating, registering); a PUT or GET is served there,
+ * which takes what zcx_ep_rma_target() takes (the endpoint's match_mutex,
+ * its context's expose_lock and lock, and, for a range remapped since it
+ * was exposed, the owner's mmap_lock, pinning, which may fault pages in).
+ * The keepalive work takes conn->lock only.
  */
 #ifndef ZCX_IB_H
 #define ZCX_IB_H
