@@ -96,8 +96,13 @@ ZCX_EXPORT void zcx_group_addrs(const struct zcx_group *g, struct zcx_addr *addr
 {
 	uint32_t k;
 
-	for (k = 0; k < g->rounds; k++)
-		zcx_ep_addr(g->inbox[k].ep, &addrs[k]);
+	/* A broken group's endpoints are gone: addresses of nothing (all zero). */
+	for (k = 0; k < g->rounds; k++) {
+		if (g->inbox[k].ep)
+			zcx_ep_addr(g->inbox[k].ep, &addrs[k]);
+		else
+			memset(&addrs[k], 0, sizeof(addrs[k]));
+	}
 }
 
 /* Post round @k's receive for barrier number @epoch, in the module at once. */

@@ -294,7 +294,8 @@ int zcx_barrier(struct zcx_ep *ep, uint32_t bar);
  * Once a member of a connected group goes, the barriers of the others fail
  * with -ECONNRESET (or the errno that broke it) instead of hanging, and the
  * group stays broken; a member that goes before it connected leaves the
- * others waiting for it.  A group is for one thread at a time.  Errors:
+ * others waiting for it; a broken group's zcx_group_addrs() are all zero.
+ * A group is for one thread at a time.  Errors:
  * -EINVAL (no members, more than ZCX_GROUP_MAX_PROCS, rank out of range),
  * -ENOTCONN (not connected yet), -EISCONN, and those of zcx_ep_create(),
  * zcx_ep_connect_flags() and the transfers.

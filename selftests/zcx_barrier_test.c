@@ -528,6 +528,10 @@ TEST(group_rules)
 		/* b's partner is gone: its barrier fails, and stays failed. */
 		EXPECT_EQ(-ECONNRESET, zcx_group_barrier(b));
 		EXPECT_EQ(-ECONNRESET, zcx_group_barrier(b));
+		/* Its endpoints are gone with it: no address to hand out. */
+		zcx_group_addrs(b, &addrs[2]);
+		EXPECT_EQ(0, addrs[2].kind);
+		EXPECT_EQ(0, addrs[2].key);
 		zcx_group_destroy(b);
 	}
 	zcx_group_destroy(NULL);
