@@ -59,20 +59,31 @@ step() {
 }
 
 # count_tap KVER FILE...: add the TAP results of a guest run to the totals.
+# A failed case is listed with the last diagnostic lines it printed, so
+# that the summary (all a CI report may keep) says why it failed.
 count_tap() {
-	local kver=$1 line
+	local kver=$1 line diag=()
 	shift
 	while IFS= read -r line; do
 		case $line in
 		"not ok "*)
 			failed=$((failed + 1))
 			failures+=("$kver: ${line#not ok }")
+			[ ${#diag[@]} -eq 0 ] || failures+=("${diag[@]/#/    | }")
+			diag=()
 			;;
 		"ok "*"# SKIP"*)
 			skipped=$((skipped + 1))
+			diag=()
 			;;
 		"ok "*)
 			passed=$((passed + 1))
+			diag=()
+			;;
+		"#  RUN "* | "#            OK "*) diag=() ;;
+		"#"*)
+			diag+=("${line:0:160}")
+			[ ${#diag[@]} -le 8 ] || diag=("${diag[@]:1}")
 			;;
 		esac
 	done < <(cat "$@" 2>/dev/null)

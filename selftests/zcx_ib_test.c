@@ -296,7 +296,7 @@ TEST_F_TIMEOUT(net, addresses_carry_the_listener, 300)
 	zcx_close(zcx);
 }
 
-/* Up to the inline limit: a page less the 16-byte header. */
+/* Up to the inline limit: the 4 KiB wire message less its 16-byte header. */
 static const size_t net_sizes[] = { 0, 1, 7, 4079, 4080 };
 #define NET_ROUNDS	3
 #define NET_MSGS	(NET_ROUNDS * (int)(sizeof(net_sizes) / sizeof(net_sizes[0])))

@@ -48,7 +48,7 @@ FIXTURE_VARIANT_ADD(xfer, poll) {
 
 /*
  * Between "nodes": through zcx_ib.ko's RDMA queue pairs on Soft-RoCE
- * (zcx_net.h), inline SENDs up to a page and RDMA READ rendezvous above.
+ * (zcx_net.h), inline SENDs up to 4080 bytes and RDMA READ rendezvous above.
  */
 FIXTURE_VARIANT_ADD(xfer, net) {
 	.ep_flags = ZCX_EP_NET,

@@ -130,7 +130,7 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 	struct ib_qp_init_attr attr = {};
 	int ret;
 
-	conn->rx_size = conn->passive ? PAGE_SIZE : ZCX_IB_REPLY_SIZE;
+	conn->rx_size = conn->passive ? ZCX_IB_MSG_SIZE : ZCX_IB_REPLY_SIZE;
 	conn->credits = conn->passive ? 0 : ZCX_IB_RX_DEPTH;
 	/*
 	 * Retransmissions replay, on Soft-RoCE, the registrations queued

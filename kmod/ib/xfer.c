@@ -29,12 +29,12 @@
 
 #include "zcx_ib.h"
 
-/* An accepted connection's receive buffers are pages. */
-#define ZCX_IB_RX_SIZE	PAGE_SIZE
-static_assert(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE <= ZCX_IB_RX_SIZE);
+static_assert(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE <= ZCX_IB_MSG_SIZE);
 static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_fin) <= ZCX_IB_REPLY_SIZE);
 static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_rts) +
-	      ZCX_IB_MAX_SEGS * sizeof(struct zcx_ib_seg) <= ZCX_IB_RX_SIZE);
+	      ZCX_IB_MAX_SEGS * sizeof(struct zcx_ib_seg) <= ZCX_IB_MSG_SIZE);
+/* The registrations of one message map the longest PUT or GET. */
+static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_MAX);
 
 /* --- receive buffers ------------------------------------------------------ */
 

@@ -40,9 +40,15 @@
 
 #include "backend.h"
 
-/* Bytes one message carries: a page with the header. */
-#define ZCX_IB_INLINE		(PAGE_SIZE - sizeof(struct zcx_ib_hdr))
-#define ZCX_IB_RX_DEPTH		32	/* receive buffers (pages) of an accepted connection */
+/*
+ * An accepted connection's receive buffer, and so the longest message,
+ * header included: part of the wire, the same on every node whatever its
+ * page size.
+ */
+#define ZCX_IB_MSG_SIZE		4096
+/* Bytes one message carries. */
+#define ZCX_IB_INLINE		(ZCX_IB_MSG_SIZE - sizeof(struct zcx_ib_hdr))
+#define ZCX_IB_RX_DEPTH		32	/* receive buffers of an accepted connection */
 /*
  * Receive buffers of an outgoing connection, for the FINs and CREDITs
  * coming back: at most one of each per message of ours whose credit has
@@ -121,8 +127,11 @@ struct zcx_ib_rts {
 
 /* The longest PUT that carries its bytes. */
 #define ZCX_IB_PUT_INLINE	(ZCX_IB_INLINE - sizeof(struct zcx_ib_rts))
-/* The longest PUT or GET: what a message's registrations can map. */
-#define ZCX_IB_RMA_MAX		((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE)
+/*
+ * The longest PUT or GET, on the wire: what a message's registrations can
+ * map with 4 KiB pages (xfer.c checks that this node's can).
+ */
+#define ZCX_IB_RMA_MAX		((u64)256 << 20)
 
 struct zcx_ib_fin {
 	__le64 cookie;
