@@ -15,6 +15,7 @@
  * and beyond that a small send waits for its receiver like a large one.
  */
 #include <linux/highmem.h>
+#include <linux/memcontrol.h>
 #include <linux/mm.h>
 #include <linux/random.h>
 #include <linux/sched/mm.h>
@@ -764,10 +765,16 @@ static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
 	unsigned long start = t->span.addr & PAGE_MASK;
 	unsigned long n = (PAGE_ALIGN(t->span.addr + len) - start) >> PAGE_SHIFT;
 	struct mm_struct *mm = t->span.mm;
+	struct mem_cgroup *memcg, *old_memcg;
 	int locked = 1, ret = 0;
 	long got;
 
+	/* A backend's worker asks: the owner pays for the page array. */
+	memcg = get_mem_cgroup_from_mm(mm);
+	old_memcg = set_active_memcg(memcg);
 	t->pages = kvmalloc_array(n, sizeof(*t->pages), GFP_KERNEL_ACCOUNT);
+	set_active_memcg(old_memcg);
+	mem_cgroup_put(memcg);
 	if (!t->pages)
 		return -ENOMEM;
 	mmap_read_lock(mm);

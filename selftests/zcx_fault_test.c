@@ -406,7 +406,7 @@ static int refuse_partner(struct xside *s, void *arg)
 	return 0;
 }
 
-TEST_F(fault, connect_refused)
+TEST_F_TIMEOUT(fault, connect_refused, 120)
 {
 	if (variant->net)
 		SKIP(return, "refusals between nodes are zcx_ib_test's refused_and_rejected");

@@ -498,7 +498,7 @@ static int truncate_parent(struct xside *s, void *arg)
 	return 0;
 }
 
-TEST_F(xfer, truncation_emsgsize)
+TEST_F_TIMEOUT(xfer, truncation_emsgsize, 120)
 {
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, truncate_parent, truncate_child, NULL));
 }

@@ -70,6 +70,7 @@ static struct zcx_ib_conn *zcx_ib_conn_alloc(bool passive)
 	INIT_LIST_HEAD(&conn->acc.link);
 	INIT_WORK(&conn->teardown, zcx_ib_teardown_work);
 	zcx_ib_keepalive_init(conn);
+	zcx_ib_serve_init(conn);
 	conn->passive = passive;
 	conn->base_ref = passive;
 	mutex_lock(&zcx_ib_conns_mutex);
@@ -91,6 +92,12 @@ static void zcx_ib_conn_free(struct kref *ref)
 void zcx_ib_conn_put(struct zcx_ib_conn *conn)
 {
 	kref_put(&conn->ref, zcx_ib_conn_free);
+}
+
+/* Queue @work, of a connection, on zcx_ib's workqueue; false if pending. */
+bool zcx_ib_queue_work(struct work_struct *work)
+{
+	return queue_work(zcx_ib_wq, work);
 }
 
 /* Tear @conn down from the workqueue (never from a CQ or CM handler). */
@@ -242,6 +249,12 @@ static void zcx_ib_conn_kill(struct zcx_ib_conn *conn)
 		rdma_destroy_id(id);
 		conn->cm_id = NULL;
 	}
+	/*
+	 * Nothing completes any more, so nothing is queued for serving: let
+	 * what was end (it fails, the connection being dead) while conn->ep
+	 * still holds the endpoint it names.
+	 */
+	flush_work(&conn->serve);
 	/* Jobs that never got posted (no queue pair, or never connected). */
 	zcx_ib_jobs_fail(conn);
 	if (conn->ep) {

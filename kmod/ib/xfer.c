@@ -948,7 +948,7 @@ static bool zcx_ib_rts_valid(u8 type, const struct zcx_ib_rts *rts, u32 len)
 	return sum <= ZCX_IB_RMA_MAX && (type == ZCX_IB_GET || sum > ZCX_IB_PUT_INLINE);
 }
 
-static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx);
+static void zcx_ib_serve_queue(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx);
 
 /*
  * A message arrived: a passive connection hands EAGER and RTS messages
@@ -988,7 +988,7 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	    zcx_ib_rts_valid(hdr->type, body, len)) {
 		/* The buffer, and so the connection, is held until answered. */
 		kref_get(&conn->ref);
-		zcx_ib_serve(conn, rx);
+		zcx_ib_serve_queue(conn, rx);
 		return;
 	}
 	if (hdr->type == ZCX_IB_EAGER) {
@@ -1237,4 +1237,46 @@ static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 		len = 0;
 	}
 	zcx_ib_answer(conn, tx, rts, pages, offset, len, put);
+}
+
+/*
+ * PUTs and GETs are served by a work item, one at a time in the order
+ * they came, and not in the completion handler: holding the range may
+ * pin it in its owner's mm, which may wait for pages to be read in, and
+ * the connection's other completions (credits, FINs) go on meanwhile.
+ */
+static void zcx_ib_serve_work(struct work_struct *work)
+{
+	struct zcx_ib_conn *conn = container_of(work, struct zcx_ib_conn, serve);
+	struct zcx_ib_rx *rx;
+
+	for (;;) {
+		spin_lock(&conn->lock);
+		rx = list_first_entry_or_null(&conn->serving, struct zcx_ib_rx, link);
+		if (rx)
+			list_del(&rx->link);
+		spin_unlock(&conn->lock);
+		if (!rx)
+			break;
+		zcx_ib_serve(conn, rx);
+	}
+	/* The reference of being queued. */
+	zcx_ib_conn_put(conn);
+}
+
+/* Serve the PUT or GET in @rx (which holds a connection reference) soon. */
+static void zcx_ib_serve_queue(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
+{
+	spin_lock(&conn->lock);
+	list_add_tail(&rx->link, &conn->serving);
+	spin_unlock(&conn->lock);
+	kref_get(&conn->ref);
+	if (!zcx_ib_queue_work(&conn->serve))
+		zcx_ib_conn_put(conn);
+}
+
+void zcx_ib_serve_init(struct zcx_ib_conn *conn)
+{
+	INIT_LIST_HEAD(&conn->serving);
+	INIT_WORK(&conn->serve, zcx_ib_serve_work);
 }

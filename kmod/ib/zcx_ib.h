@@ -19,11 +19,12 @@
  * Completion handlers run on ib_core's completion workqueue and take
  * conn->lock and what zcx.ko's delivery and completion take; a message
  * matched there is pulled there, which takes conn->building (read) and
- * may sleep (allocating, registering); a PUT or GET is served there,
- * which takes what zcx_ep_rma_target() takes (the endpoint's match_mutex,
- * its context's expose_lock and lock, and, for a range remapped since it
- * was exposed, the owner's mmap_lock, pinning, which may fault pages in).
- * The keepalive work takes conn->lock only.
+ * may sleep (allocating, registering).  A PUT or GET is served by the
+ * connection's serve work, not there: it takes what zcx_ep_rma_target()
+ * takes (the endpoint's match_mutex, its context's expose_lock and lock,
+ * and, for a range remapped since it was exposed, the owner's mmap_lock,
+ * pinning, which may fault pages in and so take long), then
+ * conn->building (read).  The keepalive work takes conn->lock only.
  */
 #ifndef ZCX_IB_H
 #define ZCX_IB_H
@@ -147,10 +148,14 @@ enum zcx_ib_state {
 
 struct zcx_ib_conn;
 
-/* A receive buffer; while zcx.ko holds its message, a connection reference. */
+/*
+ * A receive buffer; while zcx.ko holds its message, or while its PUT or
+ * GET waits on conn->serving (@link), a connection reference.
+ */
 struct zcx_ib_rx {
 	struct ib_cqe cqe;
 	struct zcx_ib_conn *conn;
+	struct list_head link;
 	u64 dma;		/* mapped while posted, else 0 */
 	void *buf;		/* conn->rx_size: struct zcx_ib_hdr, then the body */
 };
@@ -271,6 +276,8 @@ struct zcx_ib_tx {
  * @keepalive:	checks the peer every keepalive_ms while live ...
  * @keepalive_cqe: ... with a zero-byte RDMA WRITE ...
  * @keepalive_busy: ... that is posted (under @lock).
+ * @serving:	passive: PUTs and GETs received, in order, for ...
+ * @serve:	... this work item on zcx_ib_wq to serve (under @lock).
  * @teardown:	zcx_ib_conn_kill() from zcx_ib_wq.
  * @list:	on zcx_ib_conns.
  * @base_ref:	passive: the reference of being connected is still held.
@@ -310,6 +317,8 @@ struct zcx_ib_conn {
 	struct delayed_work keepalive;
 	struct ib_cqe keepalive_cqe;
 	bool keepalive_busy;
+	struct list_head serving;
+	struct work_struct serve;
 	struct work_struct teardown;
 	struct list_head list;
 	bool base_ref;
@@ -327,6 +336,7 @@ int zcx_ib_conn_init(void);
 void zcx_ib_conn_exit(void);
 void zcx_ib_conn_put(struct zcx_ib_conn *conn);
 void zcx_ib_conn_schedule_kill(struct zcx_ib_conn *conn);
+bool zcx_ib_queue_work(struct work_struct *work);
 
 /* xfer.c */
 int zcx_ib_rx_fill(struct zcx_ib_conn *conn, u32 depth);
@@ -339,6 +349,7 @@ int zcx_ib_credit_init(struct zcx_ib_conn *conn);
 void zcx_ib_credit_free(struct zcx_ib_conn *conn);
 void zcx_ib_quiet_done(struct ib_cq *cq, struct ib_wc *wc);
 void zcx_ib_keepalive_init(struct zcx_ib_conn *conn);
+void zcx_ib_serve_init(struct zcx_ib_conn *conn);
 void zcx_ib_keepalive_arm(struct zcx_ib_conn *conn);
 
 /* mr.c */
