@@ -245,10 +245,16 @@ static inline int xexpect_u64(struct xside *s, uint64_t want)
 	return 0;
 }
 
+/* What each side tells the other once its connection is up. */
+#define XSIDE_READY	0x52454144ULL	/* "READ" */
+
 /*
  * Open a handle, create an endpoint with @flags and @depth, swap addresses
- * with the other side and connect to its endpoint.  0 or -errno (-EPIPE
- * when the other side went away).
+ * with the other side and connect to its endpoint, then wait until the
+ * other side is connected too: neither starts (and perhaps finishes, and
+ * destroys its endpoint) while the other still connects to it, which
+ * through the network takes a while.  0 or -errno (-EPIPE when the other
+ * side went away).
  */
 static inline int xside_init(struct xside *s, unsigned int flags, unsigned int depth)
 {
@@ -267,7 +273,10 @@ static inline int xside_init(struct xside *s, unsigned int flags, unsigned int d
 	zcx_ep_addr(s->ep, &mine);
 	if (xwrite(s->wr, &mine, sizeof(mine)) || xread(s->rd, &s->peer_addr, sizeof(s->peer_addr)))
 		return -EPIPE;
-	return zcx_ep_connect_flags(s->ep, &s->peer_addr, xconnect_flags, &s->peer);
+	ret = zcx_ep_connect_flags(s->ep, &s->peer_addr, xconnect_flags, &s->peer);
+	if (ret)
+		return ret;
+	return xsend_u64(s, XSIDE_READY) || xexpect_u64(s, XSIDE_READY) ? -EPIPE : 0;
 }
 
 static inline void xside_fini(struct xside *s)
