@@ -458,8 +458,8 @@ static void zcx_ib_job_done(struct ib_cq *cq, struct ib_wc *wc)
  * sends a zero-byte RDMA WRITE, which needs no buffer, key or credit of
  * the peer's, only its acknowledgement: once the peer's node is gone, the
  * retries run out (the first ACK timeout and six more, about 30 s), the
- * completion fails
- * and the connection is torn down, failing what waits on it.
+ * completion fails and the connection is torn down, failing what waits on
+ * it.
  */
 static void zcx_ib_keepalive_done(struct ib_cq *cq, struct ib_wc *wc)
 {
@@ -1059,8 +1059,8 @@ static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg
  * invalidate (fenced: after the READs), leaving room for the FIN last;
  * or WRITE from them, leaving room for the FIN, and invalidate (fenced:
  * a local invalidation waits for the work requests before it, WRITEs
- * included, on Soft-RoCE and on NICs with strong ordering for it).  Sets tx->wrs and where the
- * FIN and its scatter entry go; 0 or -errno.
+ * included, on Soft-RoCE and on NICs with strong ordering for it).  Sets
+ * tx->wrs and where the FIN and its scatter entry go; 0 or -errno.
  */
 static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 			     const struct zcx_ib_rts *rts, struct page **pages, u32 offset,
@@ -1243,7 +1243,9 @@ static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
  * PUTs and GETs are served by a work item, one at a time in the order
  * they came, and not in the completion handler: holding the range may
  * pin it in its owner's mm, which may wait for pages to be read in, and
- * the connection's other completions (credits, FINs) go on meanwhile.
+ * the connection's other completions (messages, credits) go on
+ * meanwhile.  Every PUT and GET pays the hop to the work item, even one
+ * whose range needs no pin.
  */
 static void zcx_ib_serve_work(struct work_struct *work)
 {
