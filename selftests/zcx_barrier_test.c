@@ -414,28 +414,19 @@ FIXTURE_VARIANT_ADD(spread, net_n3) { .n = 3, .spread = SPREAD_NET };
 
 FIXTURE_SETUP(spread)
 {
-	const char *why;
-	bool skip;
-
 	/* First: the teardown compares with it even after a skip. */
 	self->before = zcx_test_census();
-	if (variant->spread == SPREAD_NET) {
-		why = zcx_net_setup(&skip);
-		if (skip)
-			SKIP(return, "%s", why);
-		ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
-	}
+	if (variant->spread == SPREAD_NET)
+		ZCX_NET_FIXTURE_UP();
 }
 
 FIXTURE_TEARDOWN(spread)
 {
-	const char *leaked = zcx_test_census_settle(&self->before, 10000), *bad;
+	const char *leaked = zcx_test_census_settle(&self->before, 10000);
 
 	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
-	if (variant->spread == SPREAD_NET && geteuid() == 0) {
-		bad = zcx_net_down();
-		EXPECT_EQ(NULL, bad) TH_LOG("%s", bad);
-	}
+	if (variant->spread == SPREAD_NET)
+		ZCX_NET_FIXTURE_DOWN();
 }
 
 TEST_F_TIMEOUT(spread, rounds, 600)

@@ -43,16 +43,10 @@ FIXTURE_VARIANT_ADD(fault, net) {
 
 FIXTURE_SETUP(fault)
 {
-	const char *why;
-	bool skip;
-
 	/* First: the teardown compares with it even after a skip. */
 	self->before = zcx_test_census();
 	if (variant->net) {
-		why = zcx_net_setup(&skip);
-		if (skip)
-			SKIP(return, "%s", why);
-		ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
+		ZCX_NET_FIXTURE_UP();
 		xconnect_flags = ZCX_CONNECT_NET;
 	}
 }
@@ -60,13 +54,11 @@ FIXTURE_SETUP(fault)
 FIXTURE_TEARDOWN(fault)
 {
 	/* Unpinning after a process's exit is deferred: wait, bounded. */
-	const char *leaked = zcx_test_census_settle(&self->before, 10000), *bad;
+	const char *leaked = zcx_test_census_settle(&self->before, 10000);
 
 	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
-	if (variant->net && geteuid() == 0) {
-		bad = zcx_net_down();
-		EXPECT_EQ(NULL, bad) TH_LOG("%s", bad);
-	}
+	if (variant->net)
+		ZCX_NET_FIXTURE_DOWN();
 }
 
 /*

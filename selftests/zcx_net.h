@@ -188,4 +188,24 @@ static inline const char *zcx_net_down(void)
 	return bad;
 }
 
+/*
+ * In a FIXTURE_SETUP whose test (or variant) runs between "nodes": the
+ * network up, or the test skipped (not root, no zcx_ib) or failed.
+ */
+#define ZCX_NET_FIXTURE_UP() do {						\
+	bool __skip;								\
+	const char *__why = zcx_net_setup(&__skip);				\
+										\
+	if (__skip)								\
+		SKIP(return, "%s", __why);					\
+	ASSERT_EQ(NULL, __why) TH_LOG("setting up the network: %s", __why);	\
+} while (0)
+
+/* In its FIXTURE_TEARDOWN: the network down, nothing left holding zcx_ib. */
+#define ZCX_NET_FIXTURE_DOWN() do {						\
+	const char *__bad = geteuid() ? NULL : zcx_net_down();			\
+										\
+	EXPECT_EQ(NULL, __bad) TH_LOG("%s", __bad);				\
+} while (0)
+
 #endif /* ZCX_NET_H */

@@ -64,16 +64,10 @@ FIXTURE_VARIANT_ADD(xfer, net) {
 
 FIXTURE_SETUP(xfer)
 {
-	const char *why;
-	bool skip;
-
 	/* First: the teardown compares with it even after a skip. */
 	self->before = zcx_test_census();
 	if (variant->net) {
-		why = zcx_net_setup(&skip);
-		if (skip)
-			SKIP(return, "%s", why);
-		ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
+		ZCX_NET_FIXTURE_UP();
 		xconnect_flags = ZCX_CONNECT_NET;
 	}
 }
@@ -81,13 +75,11 @@ FIXTURE_SETUP(xfer)
 FIXTURE_TEARDOWN(xfer)
 {
 	/* Both contexts are closed; unpinning may still be under way. */
-	const char *leaked = zcx_test_census_settle(&self->before, 5000), *bad;
+	const char *leaked = zcx_test_census_settle(&self->before, 5000);
 
 	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
-	if (variant->net && geteuid() == 0) {
-		bad = zcx_net_down();
-		EXPECT_EQ(NULL, bad) TH_LOG("%s", bad);
-	}
+	if (variant->net)
+		ZCX_NET_FIXTURE_DOWN();
 }
 
 /* What does not go between nodes yet, or means something else there. */
