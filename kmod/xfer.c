@@ -22,11 +22,14 @@
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
+#include <linux/userfaultfd_k.h>
 
 #include "zcx.h"
 
 /* Pages copied between checks for a dying peer or a fatal signal. */
 #define ZCX_COPY_BATCH		16
+/* How long a fault in another process's memory may take (zcx_pin_remote()). */
+#define ZCX_PIN_WAIT_MS		10000
 
 /*
  * One side of a copy: pinned pages of a region, a kernel buffer, memory
@@ -41,22 +44,69 @@ struct zcx_span {
 	bool write;
 };
 
-/* The page of a region or remote mm holding @span->addr. */
+/*
+ * Pin @n pages of another process's @mm from @start (for writing if
+ * @write) into @pages, for a transfer it is not doing itself.  A fault
+ * here must not wait for that process: it may be the one that has to
+ * provide the page (a userfaultfd), and be waiting for this very
+ * transfer, say to close its context; and the caller may be a worker,
+ * which no signal interrupts.  So faults do not wait (FOLL_NOWAIT): one
+ * that would, for I/O it started, is tried again until ZCX_PIN_WAIT_MS
+ * have passed; one under a userfaultfd at once fails.  Returns 0, or
+ * -EAGAIN (the pages did not come in time, or a userfaultfd range lacks
+ * them), -EINTR (fatal signal) or another -errno; the pages pinned so far
+ * stay in @pages, *@pinned counts them.
+ */
+static int zcx_pin_remote(struct mm_struct *mm, unsigned long start, unsigned long n,
+			  bool write, struct page **pages, unsigned long *pinned)
+{
+	unsigned int flags = FOLL_NOWAIT | (write ? FOLL_WRITE : 0);
+	unsigned long deadline = jiffies + msecs_to_jiffies(ZCX_PIN_WAIT_MS), addr;
+	struct vm_area_struct *vma;
+	bool uffd;
+	int locked;
+	long got;
+
+	while (*pinned < n) {
+		addr = start + *pinned * PAGE_SIZE;
+		locked = 1;
+		uffd = false;
+		mmap_read_lock(mm);
+		got = zcx_pin_user_pages_remote(mm, addr, n - *pinned, flags,
+						pages + *pinned, &locked);
+		if (!got && locked) {
+			vma = vma_lookup(mm, addr);
+			uffd = vma && userfaultfd_armed(vma);
+		}
+		if (locked)
+			mmap_read_unlock(mm);
+		if (got < 0)
+			return got;
+		*pinned += got;
+		if (got)
+			continue;
+		if (uffd || time_after(jiffies, deadline))
+			return -EAGAIN;
+		/* The fault started I/O: give it a tick. */
+		schedule_timeout_killable(1);
+		if (fatal_signal_pending(current))
+			return -EINTR;
+	}
+	return 0;
+}
+
+/* The page of a region or remote mm holding @span->addr, or ERR_PTR(). */
 static struct page *zcx_span_page(const struct zcx_span *span)
 {
+	unsigned long pinned = 0;
 	struct page *page;
-	int locked = 1;
-	long n;
+	int ret;
 
 	if (span->region)
 		return span->region->pages[(span->addr >> PAGE_SHIFT) -
 					   (span->region->node.start >> PAGE_SHIFT)];
-	mmap_read_lock(span->mm);
-	n = zcx_pin_user_pages_remote(span->mm, span->addr, 1,
-				      span->write ? FOLL_WRITE : 0, &page, &locked);
-	if (locked)
-		mmap_read_unlock(span->mm);
-	return n == 1 ? page : NULL;
+	ret = zcx_pin_remote(span->mm, span->addr & PAGE_MASK, 1, span->write, &page, &pinned);
+	return ret ? ERR_PTR(ret) : page;
 }
 
 static void zcx_span_page_done(const struct zcx_span *span, struct page *page)
@@ -125,14 +175,15 @@ static int zcx_copy(struct zcx_span dst, struct zcx_span src, u64 len, const str
 		d = dst.kbuf;
 		if (zcx_span_paged(&src)) {
 			spage = zcx_span_page(&src);
-			if (!spage)
-				return -EFAULT;
+			if (IS_ERR(spage))
+				return PTR_ERR(spage);
 			s = kmap_local_page(spage) + offset_in_page(src.addr);
 		}
 		if (zcx_span_paged(&dst)) {
 			dpage = zcx_span_page(&dst);
-			if (!dpage) {
-				ret = -EFAULT;
+			if (IS_ERR(dpage)) {
+				ret = PTR_ERR(dpage);
+				dpage = NULL;
 				goto unmap_src;
 			}
 			d = kmap_local_page(dpage) + offset_in_page(dst.addr);
@@ -766,8 +817,6 @@ static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
 	unsigned long n = (PAGE_ALIGN(t->span.addr + len) - start) >> PAGE_SHIFT;
 	struct mm_struct *mm = t->span.mm;
 	struct mem_cgroup *memcg, *old_memcg;
-	int locked = 1, ret = 0;
-	long got;
 
 	/* A backend's worker asks: the owner pays for the page array. */
 	memcg = get_mem_cgroup_from_mm(mm);
@@ -777,24 +826,7 @@ static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
 	mem_cgroup_put(memcg);
 	if (!t->pages)
 		return -ENOMEM;
-	mmap_read_lock(mm);
-	while (t->npages < n) {
-		if (!locked) {
-			mmap_read_lock(mm);
-			locked = 1;
-		}
-		got = zcx_pin_user_pages_remote(mm, start + t->npages * PAGE_SIZE, n - t->npages,
-						t->span.write ? FOLL_WRITE : 0,
-						t->pages + t->npages, &locked);
-		if (got <= 0) {
-			ret = got ? (int)got : -EFAULT;
-			break;
-		}
-		t->npages += got;
-	}
-	if (locked)
-		mmap_read_unlock(mm);
-	return ret;
+	return zcx_pin_remote(mm, start, n, t->span.write, t->pages, &t->npages);
 }
 
 /**
@@ -808,7 +840,7 @@ static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
  * Checks the key, the rights and the bounds as a PUT or GET on the node
  * does.  Returns the range, for zcx_rma_target_pages() until
  * zcx_rma_target_done(), or ERR_PTR(-EACCES, -ERANGE, -ECONNRESET if
- * @ep is gone, -EFAULT, -ENOMEM).
+ * @ep is gone, -EAGAIN as zcx_pin_remote(), -EFAULT, -ENOMEM).
  */
 struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, u64 len,
 					 bool put)

@@ -8,10 +8,10 @@
  * (zcx_net.h: a Soft-RoCE device on a veth with an address, zcx_ib
  * listening there, ZCX_CONNECT_NET so that the queue pairs are used though
  * both processes are on this node): addresses, inline messages, credits,
- * refusals, a connection's end, and a put whose pages the target's owner
- * must fault in (userfaultfd) holding up nothing else.  The transport's data tests (every
- * size, rendezvous, stale registrations, peers killed mid-transfer) run
- * over it as the "net" variants of zcx_xfer_test and zcx_fault_test.
+ * refusals, a connection's end.  The transport's data tests (every size,
+ * rendezvous, stale registrations, peers killed mid-transfer) run over it
+ * as the "net" variants of zcx_xfer_test, zcx_fault_test and
+ * zcx_remap_test.
  *
  * Needs root, iproute2's "ip" and "rdma", veth and rdma_rxe (modules or
  * built in); zcxctl's output is checked too when $ZCXCTL names it.  Every
@@ -19,13 +19,8 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <linux/userfaultfd.h>
-#include <poll.h>
 #include <stdarg.h>
-#include <sys/ioctl.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 
 #include "kselftest_harness.h"
 #include "zcx_module.h"
@@ -256,23 +251,13 @@ FIXTURE(net) {
 
 FIXTURE_SETUP(net)
 {
-	bool skip;
-	const char *why = zcx_net_setup(&skip);
-
-	if (skip)
-		SKIP(return, "%s", why);
-	ASSERT_EQ(NULL, why) TH_LOG("setting up the network: %s", why);
+	ZCX_NET_FIXTURE_UP();
 	xconnect_flags = ZCX_CONNECT_NET;
 }
 
 FIXTURE_TEARDOWN(net)
 {
-	const char *bad;
-
-	if (geteuid() != 0)
-		return;
-	bad = zcx_net_down();
-	EXPECT_EQ(NULL, bad) TH_LOG("%s", bad);
+	ZCX_NET_FIXTURE_DOWN();
 }
 
 TEST_F_TIMEOUT(net, addresses_carry_the_listener, 300)
@@ -558,126 +543,6 @@ TEST_F_TIMEOUT(net, device_removal_fails_the_connection, 300)
 {
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_send_after_removal, net_wait_for_removal, NULL));
 	EXPECT_FALSE(rdma_device_exists(RXE));
-}
-
-/*
- * A PUT into memory remapped since it was exposed: the target's node pins
- * the new pages in the owner's mm, here a userfaultfd range, so that the
- * pin waits for the owner.  Meanwhile the connection's other traffic goes
- * on (serving is not done in the completion handler): the owner gets a
- * message sent after the PUT while the PUT still waits, then lets the
- * pages in, and the PUT lands.
- */
-#define UF_LEN	(16 * 4096)
-#define UF_TAG	77
-
-struct uf_exposed {
-	uint64_t addr, rkey;
-};
-
-/* Let in (zero-filled) the page of a fault waiting on @uffd; 0 or 1. */
-static int uf_resolve(int uffd, long page)
-{
-	struct uffd_msg msg;
-	struct uffdio_zeropage zp = { 0 };
-	ssize_t got = read(uffd, &msg, sizeof(msg));
-
-	/* EAGAIN: the fault was woken before it was read. */
-	if (got < 0 && errno == EAGAIN)
-		return 0;
-	if (got != sizeof(msg) || msg.event != UFFD_EVENT_PAGEFAULT)
-		return 1;
-	zp.range.start = msg.arg.pagefault.address & ~(unsigned long long)(page - 1);
-	zp.range.len = page;
-	/* EEXIST: another fault let it in already. */
-	return ioctl(uffd, UFFDIO_ZEROPAGE, &zp) && errno != EEXIST;
-}
-
-/* The target: expose, remap under a userfaultfd, then as above. */
-static int uf_target(struct xside *s, void *arg)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
-	long page = sysconf(_SC_PAGESIZE);
-	struct zcx_req req = xreq(NULL);
-	char *map = zcx_test_anon(UF_LEN);
-	struct uf_exposed ex;
-	unsigned char msg[64];
-	struct pollfd pfd[2];
-	int uffd, n;
-
-	(void)arg;
-	CK(map);
-	memset(map, 1, UF_LEN);
-	ex.addr = (uintptr_t)map;
-	CK_EQ(0, zcx_expose(s->zcx, map, UF_LEN, ZCX_REMOTE_ALL, &ex.rkey));
-	/* New, missing pages at the same address, faulted in by us only. */
-	CK(mmap(map, UF_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
-		-1, 0) == map);
-	/* (poll() on a blocking userfaultfd reports only POLLERR.) */
-	uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	CK(uffd >= 0);
-	CK_EQ(0, ioctl(uffd, UFFDIO_API, &api));
-	reg.range.start = (uintptr_t)map;
-	reg.range.len = UF_LEN;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	CK_EQ(0, ioctl(uffd, UFFDIO_REGISTER, &reg));
-	CK_EQ(0, xwrite(s->wr, &ex, sizeof(ex)));
-
-	/* The PUT's pin waits for us ... */
-	pfd[0] = (struct pollfd){ .fd = uffd, .events = POLLIN };
-	CK_EQ(1, poll(pfd, 1, 60000));
-	CK_EQ(POLLIN, pfd[0].revents);
-	/* ... and the message sent after it comes all the same. */
-	CK_EQ(0, zcx_irecv(s->ep, msg, sizeof(msg), UF_TAG, UINT64_MAX, &req));
-	CK_EQ(0, zcx_ep_flush(s->ep));
-	CK_EQ(0, xwait_bounded(s->ep, &req, 60000));
-	CK_EQ(sizeof(msg), req.len);
-	CK_PAT(msg, sizeof(msg), 0x77);
-
-	/* Let the pages in as the pin asks, until the initiator saw the PUT end. */
-	pfd[1] = (struct pollfd){ .fd = s->rd, .events = POLLIN };
-	for (;;) {
-		n = poll(pfd, 2, 60000);
-		CK(n > 0);
-		CK_EQ(0, pfd[0].revents & ~POLLIN);
-		if (pfd[0].revents)
-			CK_EQ(0, uf_resolve(uffd, page));
-		else if (pfd[1].revents)
-			break;
-	}
-	CK_EQ(0, xexpect_u64(s, 1));
-	CK_PAT(map, UF_LEN, 0xf00d);
-	CK_EQ(0, zcx_unexpose(s->zcx, ex.rkey));
-	close(uffd);
-	munmap(map, UF_LEN);
-	return 0;
-}
-
-static int uf_initiator(struct xside *s, void *arg)
-{
-	char *src = zcx_test_anon(UF_LEN);
-	struct zcx_req req = xreq(NULL);
-	unsigned char msg[64];
-	struct uf_exposed ex;
-
-	(void)arg;
-	CK(src);
-	xpat_fill(src, UF_LEN, 0xf00d);
-	xpat_fill(msg, sizeof(msg), 0x77);
-	CK_EQ(0, xread(s->rd, &ex, sizeof(ex)));
-	CK_EQ(0, zcx_iput(s->ep, s->peer, src, UF_LEN, ex.addr, ex.rkey, &req));
-	CK_EQ(0, zcx_ep_flush(s->ep));
-	CK_EQ(0, zcx_send(s->ep, s->peer, msg, sizeof(msg), UF_TAG));
-	CK_EQ(0, xwait_bounded(s->ep, &req, 120000));
-	CK_EQ(0, xsend_u64(s, 1));
-	munmap(src, UF_LEN);
-	return 0;
-}
-
-TEST_F_TIMEOUT(net, put_waiting_for_pages_holds_up_nothing_else, 300)
-{
-	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, uf_initiator, uf_target, NULL));
 }
 
 TEST_HARNESS_MAIN

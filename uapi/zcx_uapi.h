@@ -666,6 +666,9 @@ struct zcx_sqe {
  *				completes with 0);
  *		EACCES		PUT, GET: no such key, revoked, or rights lack;
  *		ERANGE		PUT, GET: outside the exposed region;
+ *		EAGAIN		PUT, GET: the owner remapped the range and
+ *				its new pages were not in memory in time
+ *				(or only a userfaultfd could provide them);
  *		EINTR		the copy was cut short by a fatal signal;
  *		ENOMEM, EOPNOTSUPP, EOVERFLOW as ZCX_IOC_MR_REG.
  * @flags:	zero.

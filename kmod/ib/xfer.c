@@ -1242,9 +1242,9 @@ static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 /*
  * PUTs and GETs are served by a work item, one at a time in the order
  * they came, and not in the completion handler: holding the range may
- * pin it in its owner's mm, which may wait for pages to be read in, and
- * the connection's other completions (messages, credits) go on
- * meanwhile.  Every PUT and GET pays the hop to the work item, even one
+ * pin it in its owner's mm, which may wait (boundedly) for pages to be
+ * read in, and the connection's other completions (messages, credits) go
+ * on meanwhile.  Every PUT and GET pays the hop to the work item, even one
  * whose range needs no pin.
  */
 static void zcx_ib_serve_work(struct work_struct *work)

@@ -1,0 +1,259 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * zcx_remap_test - put and get into exposed memory whose owner remapped
+ * it since, so that the transfer pins the new pages in the owner's
+ * address space, here under a userfaultfd: the transfer must not wait for
+ * the owner to provide them (the owner may be waiting for the transfer,
+ * say to close its context, and a backend's worker cannot be
+ * interrupted), so it fails with EAGAIN at once, without even reporting
+ * the fault to the owner, and leaves nothing pinned; once the owner has
+ * the pages in, the put lands.  Pages that only need reading in are
+ * waited for: a get from a file mapped over the range, its pages dropped
+ * from the page cache, moves the file's bytes (ext4 on a loop device,
+ * which reads asynchronously: the fault would wait, so the pin tries
+ * again).  On a node (the initiator's own system call pins) and between
+ * nodes (the target node's worker pins; zcx_net.h).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
+#include "kselftest_harness.h"
+#include "zcx_net.h"
+#include "zcx_test.h"
+#include "zcx_xfer.h"
+
+#define UF_LEN		(16 * 4096)
+#define UF_SHORT	256		/* a put carried in the message, over the network */
+#define UF_MISSING	1		/* initiator: the transfers failed */
+#define UF_PRESENT	2		/* target: the pages are in */
+#define UF_LANDED	3		/* initiator: the put succeeded */
+
+FIXTURE(remap) {
+	struct zcx_test_census before;
+};
+
+FIXTURE_VARIANT(remap) {
+	unsigned int ep_flags;
+	bool net;
+};
+
+FIXTURE_VARIANT_ADD(remap, node) {
+	.ep_flags = 0,
+};
+
+FIXTURE_VARIANT_ADD(remap, net) {
+	.ep_flags = ZCX_EP_NET,
+	.net = true,
+};
+
+FIXTURE_SETUP(remap)
+{
+	self->before = zcx_test_census();
+	if (variant->net) {
+		ZCX_NET_FIXTURE_UP();
+		xconnect_flags = ZCX_CONNECT_NET;
+	}
+}
+
+FIXTURE_TEARDOWN(remap)
+{
+	const char *leaked = zcx_test_census_settle(&self->before, 5000);
+
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+	if (variant->net)
+		ZCX_NET_FIXTURE_DOWN();
+}
+
+struct uf_exposed {
+	uint64_t addr, rkey;
+};
+
+/* A userfaultfd watching [@map, @map + @len) for missing pages, or -1. */
+static int uf_watch(void *map, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd < 0)
+		return -1;
+	reg.range.start = (uintptr_t)map;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		close(uffd);
+		return -1;
+	}
+	return uffd;
+}
+
+/*
+ * The target: expose, then put new, missing pages under a userfaultfd at
+ * the same address, and do nothing for them until the initiator saw its
+ * transfers fail; then let them in and check the put that follows.
+ */
+static int uf_target(struct xside *s, void *arg)
+{
+	struct uffdio_zeropage zp = { 0 };
+	char *map = zcx_test_anon(UF_LEN);
+	struct uf_exposed ex;
+	struct uffd_msg msg;
+	int uffd;
+
+	(void)arg;
+	CK(map);
+	memset(map, 1, UF_LEN);
+	ex.addr = (uintptr_t)map;
+	CK_EQ(0, zcx_expose(s->zcx, map, UF_LEN, ZCX_REMOTE_ALL, &ex.rkey));
+	CK(mmap(map, UF_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		-1, 0) == map);
+	uffd = uf_watch(map, UF_LEN);
+	CK(uffd >= 0);
+	CK_EQ(0, xwrite(s->wr, &ex, sizeof(ex)));
+
+	CK_EQ(0, xexpect_u64(s, UF_MISSING));
+	/* No transfer waited on us: none even reported its fault. */
+	CK(read(uffd, &msg, sizeof(msg)) < 0 && errno == EAGAIN);
+
+	zp.range.start = (uintptr_t)map;
+	zp.range.len = UF_LEN;
+	CK_EQ(0, ioctl(uffd, UFFDIO_ZEROPAGE, &zp));
+	CK_EQ(0, xsend_u64(s, UF_PRESENT));
+	CK_EQ(0, xexpect_u64(s, UF_LANDED));
+	CK_PAT(map, UF_LEN, 0xf00d);
+	CK_EQ(0, zcx_unexpose(s->zcx, ex.rkey));
+	close(uffd);
+	munmap(map, UF_LEN);
+	return 0;
+}
+
+/* Start a put (or get) of @len bytes and wait for it, boundedly. */
+static int uf_transfer(struct xside *s, const struct uf_exposed *ex, void *buf, size_t len,
+		       bool put)
+{
+	struct zcx_req req = xreq(NULL);
+	int ret = put ? zcx_iput(s->ep, s->peer, buf, len, ex->addr, ex->rkey, &req) :
+			zcx_iget(s->ep, s->peer, buf, len, ex->addr, ex->rkey, &req);
+
+	if (ret)
+		return ret;
+	ret = zcx_ep_flush(s->ep);
+	return ret ? ret : xwait_bounded(s->ep, &req, 60000);
+}
+
+static int uf_initiator(struct xside *s, void *arg)
+{
+	char *src = zcx_test_anon(UF_LEN);
+	struct uf_exposed ex;
+
+	(void)arg;
+	CK(src);
+	xpat_fill(src, UF_LEN, 0xf00d);
+	CK_EQ(0, xread(s->rd, &ex, sizeof(ex)));
+	/* Long and short puts, and a get: none waits for the owner. */
+	CK_EQ(-EAGAIN, uf_transfer(s, &ex, src, UF_LEN, true));
+	CK_EQ(-EAGAIN, uf_transfer(s, &ex, src, UF_SHORT, true));
+	CK_EQ(-EAGAIN, uf_transfer(s, &ex, src, UF_LEN, false));
+	CK_PAT(src, UF_LEN, 0xf00d);
+	CK_EQ(0, xsend_u64(s, UF_MISSING));
+
+	CK_EQ(0, xexpect_u64(s, UF_PRESENT));
+	CK_EQ(0, uf_transfer(s, &ex, src, UF_LEN, true));
+	CK_EQ(0, xsend_u64(s, UF_LANDED));
+	munmap(src, UF_LEN);
+	return 0;
+}
+
+TEST_F_TIMEOUT(remap, userfaultfd_pages_are_not_waited_for, 300)
+{
+	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, uf_initiator, uf_target, NULL));
+}
+
+/*
+ * A filesystem whose reads wait for a device: ext4 on a loop device over
+ * a file in /tmp, mounted at @dir (PATH_MAX bytes).  0, or -1 (it needs
+ * root, mkfs.ext4 and loop devices).
+ */
+static int slow_fs_mount(char *dir)
+{
+	snprintf(dir, PATH_MAX, "/tmp/zcx_remap.XXXXXX");
+	if (geteuid() || !mkdtemp(dir))
+		return -1;
+	/* A loop module must be loaded for /dev/loop-control to exist. */
+	run("modprobe loop");
+	if (!run("truncate -s 8M %s.img && mkfs.ext4 -q -F %s.img && mount -o loop %s.img %s",
+		 dir, dir, dir, dir))
+		return 0;
+	run("rm -f %s.img", dir);
+	rmdir(dir);
+	return -1;
+}
+
+static void slow_fs_umount(const char *dir)
+{
+	run("umount %s; rm -f %s.img", dir, dir);
+	rmdir(dir);
+}
+
+/*
+ * The target: expose, write a file on the filesystem @arg, map it over
+ * the range and drop its pages from the page cache; then wait for the get.
+ */
+static int file_target(struct xside *s, void *arg)
+{
+	char *map = zcx_test_anon(UF_LEN), *data = zcx_test_anon(UF_LEN);
+	char path[PATH_MAX + 8];
+	struct uf_exposed ex;
+	int fd;
+
+	CK(map && data);
+	snprintf(path, sizeof(path), "%s/data", (const char *)arg);
+	ex.addr = (uintptr_t)map;
+	CK_EQ(0, zcx_expose(s->zcx, map, UF_LEN, ZCX_REMOTE_READ, &ex.rkey));
+	xpat_fill(data, UF_LEN, 0xf11e);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	CK(fd >= 0);
+	CK_EQ(UF_LEN, write(fd, data, UF_LEN));
+	CK_EQ(0, fsync(fd));
+	CK(mmap(map, UF_LEN, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd, 0) == map);
+	CK_EQ(0, posix_fadvise(fd, 0, UF_LEN, POSIX_FADV_DONTNEED));
+	CK_EQ(0, xwrite(s->wr, &ex, sizeof(ex)));
+	CK_EQ(0, xexpect_u64(s, UF_LANDED));
+	CK_EQ(0, zcx_unexpose(s->zcx, ex.rkey));
+	close(fd);
+	unlink(path);
+	munmap(map, UF_LEN);
+	munmap(data, UF_LEN);
+	return 0;
+}
+
+static int file_initiator(struct xside *s, void *arg)
+{
+	char *dst = zcx_test_anon(UF_LEN);
+	struct uf_exposed ex;
+
+	(void)arg;
+	CK(dst);
+	CK_EQ(0, xread(s->rd, &ex, sizeof(ex)));
+	CK_EQ(0, uf_transfer(s, &ex, dst, UF_LEN, false));
+	CK_PAT(dst, UF_LEN, 0xf11e);
+	CK_EQ(0, xsend_u64(s, UF_LANDED));
+	munmap(dst, UF_LEN);
+	return 0;
+}
+
+TEST_F_TIMEOUT(remap, file_pages_not_in_memory_are_read_in, 300)
+{
+	char dir[PATH_MAX];
+
+	if (slow_fs_mount(dir))
+		SKIP(return, "needs root, mkfs.ext4 and loop devices");
+	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, file_initiator, file_target, dir));
+	slow_fs_umount(dir);
+}
+
+TEST_HARNESS_MAIN
