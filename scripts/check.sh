@@ -244,6 +244,17 @@ for kver in "${kernels[@]}"; do
 	vm_lane "$kver" "$cmd" --kernel "$kver" "${mode[@]}"
 done
 
+# Two nodes: two guests of the newest kernel joined by a network, each with
+# its own zcx and RDMA device (scripts/vm-twonode.sh); their cases count.
+twonode_kver=${kernels[-1]}
+if step build-twonode make -C "$top" zcx_twonode; then
+	twonode_out=$top/build/vm/twonode-$twonode_kver
+	twonode_mode=(--module installed)
+	[ "$quick" != 1 ] || twonode_mode=(--module tree --ko "$top/build/kmod-$twonode_kver/zcx.ko")
+	step "vm-twonode-$twonode_kver" scripts/vm-twonode.sh --kernel "$twonode_kver" \
+		"${twonode_mode[@]}" --out "$twonode_out"
+	count_tap "twonode-$twonode_kver" "$twonode_out"/tap/*.tap
+fi
 
 if [ $debug_lane = 1 ]; then
 	# Timed from the start: it built beside the other lanes.
