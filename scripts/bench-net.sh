@@ -12,13 +12,17 @@
 # and ib_read_bw, the operation zcx's rendezvous uses, for bandwidth).
 # zcx's figures include what perftest leaves out: matching, and
 # registering every message's pages with fast registration and
-# invalidating them (perftest registers its buffer once).  Writes
-# DIR/net.csv (system,test,bytes,value: ns or MB/s) and DIR/net.md
-# (default results/).  The guest is emulated: only ratios carry over.
-# -q: fewer sizes and shorter runs.
+# invalidating them (perftest registers its buffer once).  Then the
+# registration-heavy case, on the same device: build/examples/
+# zcx_verbs_perf registering, RDMA WRITEing and deregistering a buffer
+# (of four in turn) for every message with plain verbs, against one zcx
+# message of the same size (half of the ping-pong's round trip: neither
+# overlaps messages).  Writes DIR/net.csv (system,test,bytes,value: ns or
+# MB/s) and DIR/net.md (default results/).  The guest is emulated: only
+# ratios carry over.  -q: fewer sizes and shorter runs.
 set -euo pipefail
 
-bench_targets="lib bench"
+bench_targets="lib verbs bench examples"
 # Two busy-polling processes need a TCG thread each (see bench-xfer.sh).
 export VM_ACCEL=${VM_ACCEL:-tcg}
 # shellcheck source=bench-common.sh
@@ -26,8 +30,9 @@ export VM_ACCEL=${VM_ACCEL:-tcg}
 
 lat_sizes="8 4096 8192 65536 1048576"
 bw_sizes="65536 1048576 4194304"
-ms=300 iters=2000 bw_iters=300
-[ "$quick" = 0 ] || { lat_sizes="8 8192 1048576"; bw_sizes="1048576"; ms=100; iters=500; bw_iters=100; }
+reg_sizes="65536 1048576"
+ms=300 iters=2000 bw_iters=300 reg_iters=60
+[ "$quick" = 0 ] || { lat_sizes="8 8192 1048576"; bw_sizes="1048576"; reg_sizes=1048576; ms=100; iters=500; bw_iters=100; reg_iters=20; }
 
 echo "[2/3] running in the $kernel guest (a few minutes)"
 run=$top/build/vm/bench-net
@@ -61,6 +66,13 @@ rm -rf "$run"
 			pt ib_\${t}_bw -d zcxb0 -F -s \$s -n $bw_iters |
 				awk -v s=\$s -v t=\$t '{ printf \"perftest-%s,bw,%d,%.1f\\n\", t, s, \$4 * 1.048576 }' >> \$csv
 		done
+	done
+	# Register, WRITE, deregister per message: the whole, and the
+	# registration alone (mode,size,iters,us_per_msg,reg_us_per_msg,bad).
+	for s in $reg_sizes; do
+		build/examples/zcx_verbs_perf -s \$s -n $reg_iters | awk -F, '\$6 == 0 {
+			printf \"verbs-reg-per-msg,lat,%d,%.0f\\n\", \$2, \$4 * 1000
+			printf \"verbs-reg-per-msg,reg,%d,%.0f\\n\", \$2, \$5 * 1000 }' >> \$csv
 	done"
 cp "$run/net.csv" "$out/net.csv"
 
@@ -97,4 +109,20 @@ END {
 	print "| bytes | zcx enter | zcx poll | ib_write_bw | ib_read_bw | ratio |"
 	print "|---|---|---|---|---|---|"
 	for (i = 1; i <= nb; i++) row("bw", bi[i])
+	print ""
+	print "A buffer registered for every message: one message, µs (ratio: plain verbs / zcx best"
+	print "mode, higher is better for zcx)."
+	print ""
+	print "| bytes | zcx | ibv_reg_mr + RDMA WRITE + ibv_dereg_mr | of which reg + dereg | ratio |"
+	print "|---|---|---|---|---|"
+	for (k in v) {
+		split(k, f, ",")
+		if (f[1] != "verbs-reg-per-msg" || f[2] != "lat")
+			continue
+		s = f[3]; z = v["zcx-net-enter,lat," s]; zp = v["zcx-net-poll,lat," s]
+		if (zp && (!z || zp < z))
+			z = zp
+		printf "| %d | %s | %.1f | %.1f | %s |\n", s, z ? sprintf("%.1f", z / 1000) : "-",
+		       v[k] / 1000, v["verbs-reg-per-msg,reg," s] / 1000, z ? sprintf("%.1fx", v[k] / z) : "-"
+	}
 }' | tee "$out/net.md"
