@@ -245,8 +245,10 @@ static inline int xexpect_u64(struct xside *s, uint64_t want)
 	return 0;
 }
 
-/* What each side tells the other once its connection is up. */
+/* What each side tells the other once its connection is up ... */
 #define XSIDE_READY	0x52454144ULL	/* "READ" */
+/* ... and once it is done with its transfers (xrun_pair()). */
+#define XSIDE_DONE	0x444f4e45ULL	/* "DONE" */
 
 /*
  * Open a handle, create an endpoint with @flags and @depth, swap addresses
@@ -360,6 +362,32 @@ static inline pid_t xfer_fork(struct xside *parent, unsigned int flags, unsigned
 	return pid;
 }
 
+/*
+ * The end of a pair's test, on each side once its function succeeded:
+ * neither destroys its endpoint before the other is done too.  Through
+ * the network the last message can reach its receiver before its sender
+ * learns that it did, and a receiver that left at once would fail that
+ * send with ECONNRESET (as it should: the peer went while it was pending).
+ * 0, or -1 if the other side is gone.
+ */
+static inline int xside_done(struct xside *s)
+{
+	return xsend_u64(s, XSIDE_DONE) || xexpect_u64(s, XSIDE_DONE) ? -1 : 0;
+}
+
+struct xpair_child {
+	xchild_fn fn;
+	void *arg;
+};
+
+static inline int xpair_child_run(struct xside *s, void *arg)
+{
+	const struct xpair_child *c = arg;
+	int ret = c->fn(s, c->arg);
+
+	return ret ? ret : xside_done(s) ? 1 : 0;
+}
+
 /* Reap @pid: its exit status, 128 + signal if killed, -1 on error. */
 static inline int xreap(pid_t pid)
 {
@@ -419,16 +447,23 @@ static inline struct zcx_req xreq(struct zcx_mr *mr)
 
 /*
  * Run @parent_fn here and @child_fn in a forked child, each on its side of
- * a connected pair of endpoints created with @flags and @depth.  Returns 0
- * if both returned 0; otherwise what failed has been printed.  A parent
- * that fails kills the child, which might wait forever for it.
+ * a connected pair of endpoints created with @flags and @depth, then end
+ * with xside_done() on both sides.  Returns 0 if both returned 0;
+ * otherwise what failed has been printed.  A parent that fails kills the
+ * child, which might wait forever for it.  A function whose point is to
+ * leave abruptly calls _exit() itself.
  */
 static inline int xrun_pair(unsigned int flags, unsigned int depth, xchild_fn parent_fn,
 			    xchild_fn child_fn, void *arg)
 {
+	struct xpair_child c = { child_fn, arg };
 	struct xside s;
-	pid_t pid = xfer_fork(&s, flags, depth, child_fn, arg);
+	pid_t pid;
 	int ret, child;
+
+	/* A side that left closed its pipes: writing to them fails, not kills. */
+	signal(SIGPIPE, SIG_IGN);
+	pid = xfer_fork(&s, flags, depth, xpair_child_run, &c);
 
 	if (pid < 0) {
 		fprintf(stderr, "# setting up the pair: %s\n", zcx_strerror(pid));
@@ -437,6 +472,8 @@ static inline int xrun_pair(unsigned int flags, unsigned int depth, xchild_fn pa
 	ret = parent_fn(&s, arg);
 	if (ret)
 		kill(pid, SIGKILL);
+	else
+		xside_done(&s);	/* the child's status tells whether it failed */
 	xside_fini(&s);
 	child = xreap(pid);
 	if (child)
