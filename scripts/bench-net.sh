@@ -115,11 +115,11 @@ END {
 	print ""
 	print "| bytes | zcx | ibv_reg_mr + RDMA WRITE + ibv_dereg_mr | of which reg + dereg | ratio |"
 	print "|---|---|---|---|---|"
-	for (k in v) {
-		split(k, f, ",")
-		if (f[1] != "verbs-reg-per-msg" || f[2] != "lat")
+	for (i = 1; i <= nl; i++) {
+		s = li[i]; k = "verbs-reg-per-msg,lat," s
+		if (!(k in v))
 			continue
-		s = f[3]; z = v["zcx-net-enter,lat," s]; zp = v["zcx-net-poll,lat," s]
+		z = v["zcx-net-enter,lat," s]; zp = v["zcx-net-poll,lat," s]
 		if (zp && (!z || zp < z))
 			z = zp
 		printf "| %d | %s | %.1f | %.1f | %s |\n", s, z ? sprintf("%.1f", z / 1000) : "-",

@@ -499,7 +499,7 @@ static int net_send_until_error(struct xside *s, void *arg)
 	return 1;
 }
 
-/* Exits at once, without xrun_pair()'s closing handshake: that is the test. */
+/* Exits at once, without meeting the parent at the end (xrun_pair()): the test. */
 static int net_leave(struct xside *s, void *arg)
 {
 	(void)arg;

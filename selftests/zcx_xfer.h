@@ -250,6 +250,12 @@ static inline int xexpect_u64(struct xside *s, uint64_t want)
 /* ... and once it is done with its transfers (xrun_pair()). */
 #define XSIDE_DONE	0x444f4e45ULL	/* "DONE" */
 
+/* Both sides at the same point @word names: 0, or -1 if the other is gone. */
+static inline int xside_meet(struct xside *s, uint64_t word)
+{
+	return xsend_u64(s, word) || xexpect_u64(s, word) ? -1 : 0;
+}
+
 /*
  * Open a handle, create an endpoint with @flags and @depth, swap addresses
  * with the other side and connect to its endpoint, then wait until the
@@ -278,7 +284,7 @@ static inline int xside_init(struct xside *s, unsigned int flags, unsigned int d
 	ret = zcx_ep_connect_flags(s->ep, &s->peer_addr, xconnect_flags, &s->peer);
 	if (ret)
 		return ret;
-	return xsend_u64(s, XSIDE_READY) || xexpect_u64(s, XSIDE_READY) ? -EPIPE : 0;
+	return xside_meet(s, XSIDE_READY) ? -EPIPE : 0;
 }
 
 static inline void xside_fini(struct xside *s)
@@ -362,19 +368,6 @@ static inline pid_t xfer_fork(struct xside *parent, unsigned int flags, unsigned
 	return pid;
 }
 
-/*
- * The end of a pair's test, on each side once its function succeeded:
- * neither destroys its endpoint before the other is done too.  Through
- * the network the last message can reach its receiver before its sender
- * learns that it did, and a receiver that left at once would fail that
- * send with ECONNRESET (as it should: the peer went while it was pending).
- * 0, or -1 if the other side is gone.
- */
-static inline int xside_done(struct xside *s)
-{
-	return xsend_u64(s, XSIDE_DONE) || xexpect_u64(s, XSIDE_DONE) ? -1 : 0;
-}
-
 struct xpair_child {
 	xchild_fn fn;
 	void *arg;
@@ -385,7 +378,7 @@ static inline int xpair_child_run(struct xside *s, void *arg)
 	const struct xpair_child *c = arg;
 	int ret = c->fn(s, c->arg);
 
-	return ret ? ret : xside_done(s) ? 1 : 0;
+	return ret ? ret : xside_meet(s, XSIDE_DONE) ? 1 : 0;
 }
 
 /* Reap @pid: its exit status, 128 + signal if killed, -1 on error. */
@@ -447,11 +440,16 @@ static inline struct zcx_req xreq(struct zcx_mr *mr)
 
 /*
  * Run @parent_fn here and @child_fn in a forked child, each on its side of
- * a connected pair of endpoints created with @flags and @depth, then end
- * with xside_done() on both sides.  Returns 0 if both returned 0;
- * otherwise what failed has been printed.  A parent that fails kills the
- * child, which might wait forever for it.  A function whose point is to
- * leave abruptly calls _exit() itself.
+ * a connected pair of endpoints created with @flags and @depth.  Returns 0
+ * if both returned 0; otherwise what failed has been printed.  A parent
+ * that fails kills the child, which might wait forever for it.
+ *
+ * Both sides end by meeting (XSIDE_DONE) once their functions succeeded,
+ * so neither destroys its endpoint before the other is done too: through
+ * the network the last message can reach its receiver before its sender
+ * learns that it did, and a receiver that left at once would fail that
+ * send with ECONNRESET (as it should: the peer went while it was
+ * pending).  A function whose point is to leave abruptly calls _exit().
  */
 static inline int xrun_pair(unsigned int flags, unsigned int depth, xchild_fn parent_fn,
 			    xchild_fn child_fn, void *arg)
@@ -464,7 +462,6 @@ static inline int xrun_pair(unsigned int flags, unsigned int depth, xchild_fn pa
 	/* A side that left closed its pipes: writing to them fails, not kills. */
 	signal(SIGPIPE, SIG_IGN);
 	pid = xfer_fork(&s, flags, depth, xpair_child_run, &c);
-
 	if (pid < 0) {
 		fprintf(stderr, "# setting up the pair: %s\n", zcx_strerror(pid));
 		return -1;
@@ -473,7 +470,7 @@ static inline int xrun_pair(unsigned int flags, unsigned int depth, xchild_fn pa
 	if (ret)
 		kill(pid, SIGKILL);
 	else
-		xside_done(&s);	/* the child's status tells whether it failed */
+		xside_meet(&s, XSIDE_DONE);	/* the child's status tells if it failed */
 	xside_fini(&s);
 	child = xreap(pid);
 	if (child)
