@@ -9,9 +9,11 @@
 # and installs them on this machine (DKMS builds the module for each
 # kernel), builds programs against the installed library, boots each
 # kernel in QEMU with the DKMS module loaded and runs the selftests and
-# those programs there.  Prints one line per step, the failures, and
-# finally "N passed, N failed, N skipped", counting every host step and
-# every selftest case of every kernel.  Exits non-zero on any failure.
+# those programs there, and two guests of the newest kernel joined by a
+# network (scripts/vm-twonode.sh).  Prints one line per step, the
+# failures, and finally "N passed, N failed, N skipped", counting every
+# host step and every selftest case of every kernel.  Exits non-zero on
+# any failure.
 #
 # Then the reliability lane: the same selftests on the debug kernel
 # (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault injection;
