@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # bench-net.sh [-k KERNEL] [-o DIR] [-q] - zcx through the RDMA backend
-# against the NIC's own tools.
+# against the NIC's own tools and UCX.
 #
 # In one KERNEL guest (default 6.12): Soft-RoCE on a veth with 10.77.0.1
 # and zcx_ib listening there; two processes then measure, on that one
 # device, zcx through its queue pairs (build/bench/xfer_bench -n:
 # ping-pong latency, half the round trip, and streaming bandwidth, enter
 # and polling mode) and perftest (ib_send_lat for latency; ib_write_bw
-# and ib_read_bw, the operation zcx's rendezvous uses, for bandwidth).
+# and ib_read_bw, the operation zcx's rendezvous uses, for bandwidth)
+# and UCX over verbs (ucx_perftest tag_lat and tag_bw, rc_verbs).
 # zcx's figures include what perftest leaves out: matching, and
 # registering every message's pages with fast registration and
 # invalidating them (perftest registers its buffer once).  Then the
@@ -67,6 +68,27 @@ rm -rf "$run"
 				awk -v s=\$s -v t=\$t '{ printf \"perftest-%s,bw,%d,%.1f\\n\", t, s, \$4 * 1.048576 }' >> \$csv
 		done
 	done
+	# UCX over verbs: RC carries the data, UD only wires up (rc_verbs
+	# needs an auxiliary transport).  UD on Soft-RoCE gets through only
+	# with the link-local GID (index 0): with the IPv4 one UCX's UD
+	# endpoints time out.  One batch (-b) of every size, one server.
+	ucx_env='UCX_TLS=rc_verbs,ud_verbs,self UCX_NET_DEVICES=zcxb0:1 UCX_IB_GID_INDEX=0'
+	batch=\$(mktemp)
+	for s in $lat_sizes; do
+		n=$iters; [ \$s -le 65536 ] || n=30
+		echo \"lat,\$s -t tag_lat -s \$s -n \$n -w \$((n / 10 + 2))\"
+	done > \$batch
+	for s in $bw_sizes; do echo \"bw,\$s -t tag_bw -s \$s -n $bw_iters -w 10\"; done >> \$batch
+	env \$ucx_env timeout 600 ucx_perftest -p 13337 -b \$batch > /dev/null 2>&1 & srv=\$!
+	for i in \$(seq 100); do ss -Hltn 'sport = :13337' | grep -q . && break; sleep 0.1; done
+	# name (kind,size), iterations, p50, average (µs per message), ...
+	env \$ucx_env timeout 600 ucx_perftest 10.77.0.1 -p 13337 -b \$batch -f -v 2> /dev/null |
+		awk -F, '(\$1 == \"lat\" || \$1 == \"bw\") && \$5 !~ /inf|nan/ && \$5 + 0 > 0 {
+			gsub(/ /, \"\")
+			if (\$1 == \"lat\") printf \"ucx-rc,lat,%d,%.0f\\n\", \$2, \$5 * 1000
+			else printf \"ucx-rc,bw,%d,%.1f\\n\", \$2, \$2 / \$5 }' >> \$csv || true
+	kill \$srv 2> /dev/null || true
+	wait \$srv || true
 	# Register, WRITE, deregister per message: the whole, and the
 	# registration alone (mode,size,iters,us_per_msg,reg_us_per_msg,bad).
 	for s in $reg_sizes; do
@@ -83,31 +105,41 @@ tail -n +2 "$out/net.csv" | sort -t, -k3,3n | awk -F, '
 	if ($2 == "lat" && !($3 in ls)) { ls[$3] = 1; li[++nl] = $3 }
 	if ($2 == "bw" && !($3 in bs)) { bs[$3] = 1; bi[++nb] = $3 }
 }
-function row(test, s, unit,    z, zp, p, pr) {
+function best(s, test, higher,    z, zp) {
 	z = v["zcx-net-enter," test "," s]; zp = v["zcx-net-poll," test "," s]
+	if (zp && (!z || (higher ? zp > z : zp < z)))
+		z = zp
+	return z
+}
+function ratio(a, b) { return a && b ? sprintf("%.2fx", a / b) : "-" }
+function cell(x, fmt) { return x ? sprintf(fmt, x) : "-" }
+function row(test, s,    z, zp, b, p, pr, u) {
+	z = v["zcx-net-enter," test "," s]; zp = v["zcx-net-poll," test "," s]
+	b = best(s, test, test == "bw"); u = v["ucx-rc," test "," s]
 	if (test == "lat") {
 		p = v["perftest,lat," s]
-		printf "| %d | %.1f | %.1f | %s | %s |\n", s, z / 1000, zp / 1000,
-		       p ? sprintf("%.1f", p / 1000) : "-", p ? sprintf("%.2fx", (zp < z && zp ? zp : z) / p) : "-"
+		printf "| %d | %s | %s | %s | %s | %s | %s |\n", s, cell(z / 1000, "%.1f"),
+		       cell(zp / 1000, "%.1f"), cell(p / 1000, "%.1f"), cell(u / 1000, "%.1f"),
+		       ratio(b, p), ratio(b, u)
 	} else {
 		p = v["perftest-write,bw," s]; pr = v["perftest-read,bw," s]
-		printf "| %d | %.0f | %.0f | %s | %s | %s |\n", s, z, zp, p ? sprintf("%.0f", p) : "-",
-		       pr ? sprintf("%.0f", pr) : "-", pr ? sprintf("%.2fx", (zp > z ? zp : z) / pr) : "-"
+		printf "| %d | %s | %s | %s | %s | %s | %s | %s |\n", s, cell(z, "%.0f"), cell(zp, "%.0f"),
+		       cell(p, "%.0f"), cell(pr, "%.0f"), cell(u, "%.0f"), ratio(b, pr), ratio(b, u)
 	}
 }
 END {
-	print "## zcx through zcx_ib against perftest (Soft-RoCE on a veth, one QEMU/TCG guest)"
+	print "## zcx through zcx_ib against perftest and UCX (Soft-RoCE on a veth, one QEMU/TCG guest)"
 	print ""
-	print "Latency: half the round trip, µs (ratio: zcx best mode / perftest, lower is better)."
+	print "Latency: half the round trip, µs (ratios: zcx best mode / peer, lower is better)."
 	print ""
-	print "| bytes | zcx enter | zcx poll | ib_send_lat | ratio |"
-	print "|---|---|---|---|---|"
+	print "| bytes | zcx enter | zcx poll | ib_send_lat | UCX rc_verbs | vs perftest | vs UCX |"
+	print "|---|---|---|---|---|---|---|"
 	for (i = 1; i <= nl; i++) row("lat", li[i])
 	print ""
-	print "Bandwidth, MB/s (ratio: zcx best mode / ib_read_bw, higher is better)."
+	print "Bandwidth, MB/s (ratios: zcx best mode / peer, higher is better)."
 	print ""
-	print "| bytes | zcx enter | zcx poll | ib_write_bw | ib_read_bw | ratio |"
-	print "|---|---|---|---|---|---|"
+	print "| bytes | zcx enter | zcx poll | ib_write_bw | ib_read_bw | UCX rc_verbs | vs ib_read_bw | vs UCX |"
+	print "|---|---|---|---|---|---|---|---|"
 	for (i = 1; i <= nb; i++) row("bw", bi[i])
 	print ""
 	print "A buffer registered for every message: one message, µs (ratio: plain verbs / zcx best"
@@ -119,9 +151,7 @@ END {
 		s = li[i]; k = "verbs-reg-per-msg,lat," s
 		if (!(k in v))
 			continue
-		z = v["zcx-net-enter,lat," s]; zp = v["zcx-net-poll,lat," s]
-		if (zp && (!z || zp < z))
-			z = zp
+		z = best(s, "lat", 0)
 		printf "| %d | %s | %.1f | %.1f | %s |\n", s, z ? sprintf("%.1f", z / 1000) : "-",
 		       v[k] / 1000, v["verbs-reg-per-msg,reg," s] / 1000, z ? sprintf("%.1fx", v[k] / z) : "-"
 	}
