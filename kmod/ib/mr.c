@@ -9,9 +9,10 @@
  * only its queue pair can use them, and kept idle between messages (up
  * to ZCX_IB_MR_CACHE of them) so that a message costs work requests, not
  * allocations.  The jobs of xfer.c post the registration and, before
- * they complete their operation, the invalidation (LOCAL_INV): the pages
- * stay pinned and busy until then, so the device never touches a page
- * after zcx.ko let go of it.
+ * they complete their operation, the invalidation (LOCAL_INV, or the
+ * peer's FIN invalidates a single MR as it lands): the pages stay pinned
+ * and busy until then, so the device never touches a page after zcx.ko
+ * let go of it.
  */
 #include <linux/scatterlist.h>
 #include <linux/slab.h>

@@ -13,9 +13,10 @@
  * for remote reading (mr.c) and SENDs an RTS naming the segments; once
  * zcx.ko matched the RTS with a receive, the receiver registers that
  * receive's pinned pages, RDMA READs the message straight into them and
- * SENDs a FIN.  The sender then invalidates its registrations and only
- * then completes the send, which lets go of its pages.  Each side's
- * device touches user pages only while zcx.ko holds them busy.
+ * SENDs a FIN.  A FIN answering a single registration invalidates it as
+ * it lands (SEND with invalidate); the sender invalidates more itself.
+ * Only then does the send complete, which lets go of its pages.  Each
+ * side's device touches user pages only while zcx.ko holds them busy.
  *
  * Everything a connection posts is a job (struct zcx_ib_tx): a chain of
  * work requests, the last signalled, reserving its entries of the send
@@ -635,12 +636,12 @@ static int zcx_ib_eager_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, cons
 
 /*
  * An RTS (or PUT, GET) was sent and its FIN came: invalidate its
- * registrations, or, with none, take it off conn->held and return true
- * for the caller to end it.
+ * registrations, or, with none valid (none, or the FIN invalidated its
+ * one), take it off conn->held and return true for the caller to end it.
  */
 static bool zcx_ib_rts_finish_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 {
-	if (!tx->reg.nmr) {
+	if (!tx->reg.nmr || tx->inv_remote) {
 		list_del(&tx->link);
 		return true;
 	}
@@ -850,9 +851,15 @@ void zcx_ib_rma(struct zcx_conn *zconn, struct zcx_op *op, bool put, u64 raddr, 
 
 /* --- receiving ------------------------------------------------------------ */
 
-/* A FIN for an RTS of ours: finish it, once the RTS's SEND completed. */
-static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin)
+/*
+ * A FIN for an RTS of ours, received as @wc: finish it, once the RTS's
+ * SEND completed.  A FIN that invalidated a registration must have
+ * invalidated the RTS's one and only.
+ */
+static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin,
+		      const struct ib_wc *wc)
 {
+	bool inv = wc->wc_flags & IB_WC_WITH_INVALIDATE;
 	u64 cookie = le64_to_cpu(fin->cookie);
 	int status = (int)le32_to_cpu(fin->status);
 	struct zcx_ib_tx *tx, *end = NULL;
@@ -864,6 +871,9 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin)
 	list_for_each_entry(tx, &conn->held, link) {
 		if (tx->type != ZCX_IB_JOB_RTS || tx->cookie != cookie || tx->fin)
 			continue;
+		if (inv && (tx->reg.nmr != 1 || tx->reg.mr[0]->rkey != wc->ex.invalidate_rkey))
+			break;
+		tx->inv_remote = inv;
 		tx->fin = true;
 		tx->status = status;
 		if (tx->sent && zcx_ib_rts_finish_locked(conn, tx))
@@ -892,22 +902,23 @@ static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n)
 }
 
 /*
- * A reply came to an active connection in @rx: a FIN or a CREDIT (@n
- * credits), with a @len-byte body.  The buffer is posted again first (a
- * FIN's body copied out): the credits it brings may be spent at once, and
- * there must be a buffer for every reply they can cause.
+ * A reply came to an active connection in @rx (@wc): a FIN or a CREDIT
+ * (@n credits), with a @len-byte body.  The buffer is posted again first
+ * (a FIN's body copied out): the credits it brings may be spent at once,
+ * and there must be a buffer for every reply they can cause.
  */
-static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, u8 type, u32 n, u32 len)
+static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, const struct ib_wc *wc,
+			 u8 type, u32 n, u32 len)
 {
 	struct zcx_ib_fin fin;
 	int ret = -EPROTO;
 
 	if (type == ZCX_IB_FIN && len == sizeof(fin))
 		memcpy(&fin, rx->buf + sizeof(struct zcx_ib_hdr), sizeof(fin));
-	else if (type != ZCX_IB_CREDIT || len)
+	else if (type != ZCX_IB_CREDIT || len || (wc->wc_flags & IB_WC_WITH_INVALIDATE))
 		goto broken;
 	zcx_ib_rx_repost(conn, rx);
-	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin) : zcx_ib_credit(conn, n);
+	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin, wc) : zcx_ib_credit(conn, n);
 	if (ret)
 		zcx_ib_conn_schedule_kill(conn);
 	else
@@ -981,7 +992,7 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr))
 		goto broken;
 	if (!conn->passive) {
-		zcx_ib_reply(conn, rx, hdr->type, le16_to_cpu(hdr->credits), len);
+		zcx_ib_reply(conn, rx, wc, hdr->type, le16_to_cpu(hdr->credits), len);
 		return;
 	}
 	if ((hdr->type == ZCX_IB_PUT || hdr->type == ZCX_IB_GET) &&
@@ -1140,6 +1151,11 @@ static void zcx_ib_answer(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 		goto fail;
 	tx->cqe.done = zcx_ib_job_done;
 	zcx_ib_wr_send(conn, tx, &tx->wr[fin_wr].send, &tx->sge[fin_sge], 1);
+	/* The sender's one registration goes with the FIN (see the top). */
+	if (le32_to_cpu(rts->nseg) == 1) {
+		tx->wr[fin_wr].send.opcode = IB_WR_SEND_WITH_INV;
+		tx->wr[fin_wr].send.ex.invalidate_rkey = le32_to_cpu(rts->segs[0].rkey);
+	}
 	last = &tx->wr[tx->wrs - 1].send;
 	if (last == &tx->wr[fin_wr].send) {
 		tx->wr[fin_wr].send.send_flags |= IB_SEND_FENCE;

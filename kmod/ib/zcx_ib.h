@@ -67,7 +67,7 @@
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
 #define ZCX_IB_ACK_TIMEOUT	20
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		3
+#define ZCX_IB_VERSION		4
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -200,7 +200,8 @@ enum zcx_ib_job_type {
  * @inv:	RTS: the chain invalidating @reg, posted on FIN (@inv_cqe).
  * @reg:	RTS, PULL, SERVE: the registrations of the pages.
  * @cookie:	RTS: the FIN's.
- * @sent, @fin:	RTS: the RTS completed, the FIN came (under conn->lock).
+ * @sent, @fin:	RTS: the RTS completed, the FIN came (under conn->lock) ...
+ * @inv_remote:	... and invalidated @reg's one MR.
  * @status:	RTS: the FIN's status; PULL, SERVE: what the FIN tells.
  * @len, @tag:	the message's length; PULL: and its tag.
  * @msg:	the message sent, @msg_len bytes (@small, or allocated) ...
@@ -225,6 +226,7 @@ struct zcx_ib_tx {
 	u64 cookie;
 	bool sent;
 	bool fin;
+	bool inv_remote;
 	int status;
 	u64 len;
 	u64 tag;
