@@ -152,6 +152,9 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 	WRITE_ONCE(conn->ibdev, id->device);
 	conn->sq_depth = min_t(u32, ZCX_IB_SQ_DEPTH, attrs->max_qp_wr - 1);
 	conn->mr_pages = min_t(u32, ZCX_IB_MR_PAGES, attrs->max_fast_reg_page_list_len);
+	/* A device that tells no limit for READs gets one entry per READ. */
+	conn->rdma_sge = max_t(int, 1, min3(ZCX_IB_RDMA_SGE, attrs->max_send_sge, attrs->max_sge_rd));
+	conn->read_mr = rdma_protocol_iwarp(id->device, id->port_num);
 	conn->pd = ib_alloc_pd(id->device, 0);
 	if (IS_ERR(conn->pd)) {
 		ret = PTR_ERR(conn->pd);
@@ -172,7 +175,7 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 	attr.recv_cq = conn->cq;
 	attr.cap.max_send_wr = conn->sq_depth + 1;
 	attr.cap.max_recv_wr = rx_depth + 1;
-	attr.cap.max_send_sge = 2;
+	attr.cap.max_send_sge = max(2U, conn->rdma_sge);
 	attr.cap.max_recv_sge = 1;
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;

@@ -4,7 +4,8 @@
  *
  * A rendezvous message's pages (the sender's, for the peer to read, or
  * the receiver's, to read into) are mapped for the device and registered
- * in as many MRs as it takes, each mapping up to conn->mr_pages pages.
+ * in as many MRs as it takes, each mapping up to conn->mr_pages pages;
+ * the receiver's only if they map to more entries than one READ takes.
  * The MRs are the connection's: on its own protection domain, so that
  * only its queue pair can use them, and kept idle between messages (up
  * to ZCX_IB_MR_CACHE of them) so that a message costs work requests, not
@@ -55,11 +56,15 @@ static void zcx_ib_mr_put(struct zcx_ib_conn *conn, struct ib_mr *mr)
  * Map @len bytes of @pages, from @offset in the first, for the device and
  * register them in @reg's MRs with @access, ready for the registration
  * work requests (their keys renewed, so that no key of an earlier use
- * reaches these pages).  0, or -ENOMEM, or -EMSGSIZE if it takes more MRs
- * than a message may have; @reg is left for zcx_ib_reg_unmap() either way.
+ * reaches these pages); or, if they map to at most @direct entries,
+ * register nothing: our own READs and WRITEs reach them with the local
+ * DMA key, which saves registering and invalidating (never for pages the
+ * peer is to reach, which need a key of their own).  0, or -ENOMEM, or
+ * -EMSGSIZE if it takes more MRs than a message may have; @reg is left
+ * for zcx_ib_reg_unmap() either way.
  */
 int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page **pages,
-		   u32 offset, u64 len, int access)
+		   u32 offset, u64 len, int access, u32 direct)
 {
 	unsigned int npages = DIV_ROUND_UP(offset + len, PAGE_SIZE), sg_offset = 0;
 	struct scatterlist *sg;
@@ -79,6 +84,8 @@ int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page
 	reg->mapped = true;
 	sg = reg->sgt.sgl;
 	nents = reg->sgt.nents;
+	if (nents <= direct)
+		return 0;
 	while (done < len) {
 		if (reg->nmr == ARRAY_SIZE(reg->mr))
 			return -EMSGSIZE;

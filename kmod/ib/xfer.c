@@ -11,9 +11,10 @@
  *
  * A longer message is a rendezvous: the sender registers its pinned pages
  * for remote reading (mr.c) and SENDs an RTS naming the segments; once
- * zcx.ko matched the RTS with a receive, the receiver registers that
- * receive's pinned pages, RDMA READs the message straight into them and
- * SENDs a FIN.  A FIN answering a single registration invalidates it as
+ * zcx.ko matched the RTS with a receive, the receiver maps that receive's
+ * pinned pages (registering them only if one READ cannot take them with
+ * the device's local DMA key), RDMA READs the message straight into them
+ * and SENDs a FIN.  A FIN answering a single registration invalidates it as
  * it lands (SEND with invalidate); the sender invalidates more itself.
  * Only then does the send complete, which lets go of its pages.  Each
  * side's device touches user pages only while zcx.ko holds them busy.
@@ -732,7 +733,7 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 			return -EFAULT;
 	}
 	if (len && !carried) {
-		ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access);
+		ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access, 0);
 		if (ret)
 			return ret;
 	}
@@ -1022,83 +1023,124 @@ broken:
 }
 
 /*
- * READs (@opcode) of the segments of @rts into the MRs of @reg, or WRITEs
- * from them, @len bytes: each takes what one local MR and one remote
- * segment have in common.  Fills @wr and @sge from their start; returns
- * how many.
+ * Where the next bytes of a move's local side are: @reg's MRs in order,
+ * or, with none, its DMA-mapped entries, reached with the local DMA key.
+ */
+struct zcx_ib_local {
+	const struct zcx_ib_reg *reg;
+	struct scatterlist *sg;
+	u32 mr;
+	u64 addr;
+	u64 left;
+	u32 lkey;
+};
+
+static void zcx_ib_local_next(struct zcx_ib_local *l, u32 dma_lkey)
+{
+	const struct ib_mr *mr;
+
+	if (l->reg->nmr) {
+		mr = l->reg->mr[l->mr++];
+		l->addr = mr->iova;
+		l->left = mr->length;
+		l->lkey = mr->lkey;
+	} else {
+		l->sg = l->sg ? sg_next(l->sg) : l->reg->sgt.sgl;
+		l->addr = sg_dma_address(l->sg);
+		l->left = sg_dma_len(l->sg);
+		l->lkey = dma_lkey;
+	}
+}
+
+/*
+ * READs (@opcode) of the segments of @rts into the pages of @reg, or
+ * WRITEs from them, @len bytes: one per remote segment, or more where
+ * its local side takes more than conn->rdma_sge scatter entries.  Fills
+ * @wr and @sge from their start; returns how many work requests, and in
+ * *@nsge how many entries.
  */
 static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg,
 			  const struct zcx_ib_rts *rts, u64 len, enum ib_wr_opcode opcode,
-			  union ib_wr_any *wr, struct ib_sge *sge)
+			  union ib_wr_any *wr, struct ib_sge *sge, u32 *nsge)
 {
-	u32 l = 0, r = 0, n = 0;
-	u64 loff = 0, roff = 0;
+	struct zcx_ib_local l = { .reg = reg };
+	struct ib_rdma_wr *cur = NULL;
+	u32 r = 0, n = 0, s = 0;
+	u64 roff = 0, chunk;
 
 	while (len) {
-		const struct ib_mr *mr = reg->mr[l];
 		const struct zcx_ib_seg *seg = &rts->segs[r];
-		u64 chunk = min3(len, mr->length - loff, le32_to_cpu(seg->len) - roff);
 
-		sge[n].addr = mr->iova + loff;
-		sge[n].length = chunk;
-		sge[n].lkey = mr->lkey;
-		wr[n].rdma.wr.opcode = opcode;
-		wr[n].rdma.wr.wr_cqe = &conn->quiet_cqe;
-		wr[n].rdma.wr.sg_list = &sge[n];
-		wr[n].rdma.wr.num_sge = 1;
-		wr[n].rdma.remote_addr = le64_to_cpu(seg->addr) + roff;
-		wr[n].rdma.rkey = le32_to_cpu(seg->rkey);
-		n++;
-		len -= chunk;
-		loff += chunk;
-		roff += chunk;
-		if (loff == mr->length) {
-			l++;
-			loff = 0;
+		if (!l.left)
+			zcx_ib_local_next(&l, conn->pd->local_dma_lkey);
+		if (!cur || cur->wr.num_sge == conn->rdma_sge) {
+			cur = &wr[n++].rdma;
+			cur->wr.opcode = opcode;
+			cur->wr.wr_cqe = &conn->quiet_cqe;
+			cur->wr.sg_list = &sge[s];
+			cur->wr.num_sge = 0;
+			cur->remote_addr = le64_to_cpu(seg->addr) + roff;
+			cur->rkey = le32_to_cpu(seg->rkey);
 		}
+		chunk = min3(len, l.left, le32_to_cpu(seg->len) - roff);
+		sge[s].addr = l.addr;
+		sge[s].length = chunk;
+		sge[s].lkey = l.lkey;
+		s++;
+		cur->wr.num_sge++;
+		len -= chunk;
+		l.addr += chunk;
+		l.left -= chunk;
+		roff += chunk;
 		if (roff == le32_to_cpu(seg->len)) {
+			/* The next segment takes a READ or WRITE of its own. */
 			r++;
 			roff = 0;
+			cur = NULL;
 		}
 	}
+	*nsge = s;
 	return n;
 }
 
 /*
  * The chain moving @len bytes between the segments of @rts and @pages
- * (from @offset): register the pages, then READ into them (@read) and
- * invalidate (fenced: after the READs), leaving room for the FIN last;
- * or WRITE from them, leaving room for the FIN, and invalidate (fenced:
- * a local invalidation waits for the work requests before it, WRITEs
- * included, on Soft-RoCE and on NICs with strong ordering for it).  Sets
- * tx->wrs and where the FIN and its scatter entry go; 0 or -errno.
+ * (from @offset): map the pages, registering them unless few entries
+ * map them (zcx_ib_reg_map(); an iWARP device only READs into
+ * registered pages), then READ into them (@read) and invalidate (fenced:
+ * after the READs), leaving room for the FIN last; or WRITE from them,
+ * leaving room for the FIN, and invalidate (fenced: a local invalidation
+ * waits for the work requests before it, WRITEs included, on Soft-RoCE
+ * and on NICs with strong ordering for it).  Sets tx->wrs and where the
+ * FIN and its scatter entry go; 0 or -errno.
  */
 static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 			     const struct zcx_ib_rts *rts, struct page **pages, u32 offset,
 			     u64 len, bool read, u32 *fin_wr, u32 *fin_sge)
 {
-	int access = read ? IB_ACCESS_LOCAL_WRITE : 0;
-	u32 nseg = le32_to_cpu(rts->nseg), nmr, n;
+	int access = read ? IB_ACCESS_LOCAL_WRITE | (conn->read_mr ? IB_ACCESS_REMOTE_WRITE : 0) : 0;
+	u32 direct = read && conn->read_mr ? 0 : conn->rdma_sge;
+	u32 nseg = le32_to_cpu(rts->nseg), nmr, pieces, n;
 	int ret;
 
 	if (!pages)
 		return -EFAULT;
-	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access);
+	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access, direct);
 	if (ret)
 		return ret;
 	nmr = tx->reg.nmr;
-	/* At most one READ or WRITE per local MR and per remote segment. */
-	ret = zcx_ib_job_wrs(tx, nmr + (nmr + nseg) + nmr + 1, nmr + nseg + 1);
+	/* Each local MR or entry and each remote segment starts a piece at most. */
+	pieces = (nmr ? nmr : tx->reg.sgt.nents) + nseg;
+	ret = zcx_ib_job_wrs(tx, nmr + pieces + nmr + 1, pieces + 1);
 	if (ret)
 		return ret;
 	if (tx->wrs > conn->sq_depth)
 		return -EMSGSIZE;
 	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, access);
 	n = zcx_ib_wr_rdma(conn, &tx->reg, rts, len, read ? IB_WR_RDMA_READ : IB_WR_RDMA_WRITE,
-			   tx->wr + nmr, tx->sge);
+			   tx->wr + nmr, tx->sge, fin_sge);
 	tx->wrs = 2 * nmr + n + 1;
 	*fin_wr = read ? 2 * nmr + n : nmr + n;
-	*fin_sge = n;
 	zcx_ib_wr_inv(conn, &tx->reg, tx->wr + nmr + n + (read ? 0 : 1));
 	return 0;
 }

@@ -62,6 +62,7 @@
 #define ZCX_IB_MR_PAGES		512	/* pages one fast registration maps, at most */
 #define ZCX_IB_MAX_SEGS		128	/* registrations of one rendezvous message */
 #define ZCX_IB_MR_CACHE		64	/* idle registrations a connection keeps */
+#define ZCX_IB_RDMA_SGE		8	/* scatter entries of a READ or WRITE, at most */
 #define ZCX_IB_RD_ATOM		16	/* RDMA READs in flight, at most */
 #define ZCX_IB_TIMEOUT_MS	10000	/* address and route resolution */
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
@@ -161,8 +162,9 @@ struct zcx_ib_rx {
 };
 
 /*
- * Pinned pages mapped for the device and registered, in order, in @nmr
- * fast-registration MRs.
+ * Pinned pages mapped for the device (@sgt) and registered, in order, in
+ * @nmr fast-registration MRs, or in none: then the device reaches them
+ * through its local DMA key (zcx_ib_reg_map()).
  */
 struct zcx_ib_reg {
 	struct sg_table sgt;
@@ -267,6 +269,8 @@ struct zcx_ib_tx {
  * @next_cookie: the next RTS's cookie (under @lock).
  * @mrs:	idle fast-registration MRs, @nmrs of them (under @lock).
  * @mr_pages:	pages one of them maps.
+ * @rdma_sge:	scatter entries one READ or WRITE of ours may have.
+ * @read_mr:	the sink of a READ must be registered (iWARP).
  * @quiet_cqe:	the completion of unsignalled work requests, which only
  *		completes when flushed or failed.
  * @rx_size:	bytes of each receive buffer.
@@ -310,6 +314,8 @@ struct zcx_ib_conn {
 	struct list_head mrs;
 	u32 nmrs;
 	u32 mr_pages;
+	u32 rdma_sge;
+	bool read_mr;
 	struct ib_cqe quiet_cqe;
 	u32 rx_size;
 	u32 credits;
@@ -356,7 +362,7 @@ void zcx_ib_keepalive_arm(struct zcx_ib_conn *conn);
 
 /* mr.c */
 int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page **pages,
-		   u32 offset, u64 len, int access);
+		   u32 offset, u64 len, int access, u32 direct);
 void zcx_ib_reg_unmap(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg);
 void zcx_ib_mrs_free(struct zcx_ib_conn *conn);
 
