@@ -12,8 +12,9 @@
 # and ib_read_bw, the operation zcx's rendezvous uses, for bandwidth)
 # and UCX over verbs (ucx_perftest tag_lat and tag_bw, rc_verbs).
 # zcx's figures include what perftest leaves out: matching, and
-# registering every message's pages with fast registration and
-# invalidating them (perftest registers its buffer once).  Then the
+# registering the sender's pages for every message with fast
+# registration and invalidating them (perftest registers its buffer
+# once).  Then the
 # registration-heavy case, on the same device: build/examples/
 # zcx_verbs_perf registering, RDMA WRITEing and deregistering a buffer
 # (of four in turn) for every message with plain verbs, against one zcx
@@ -89,6 +90,7 @@ rm -rf "$run"
 			else printf \"ucx-rc,bw,%d,%.1f\\n\", \$2, \$2 / \$5 }' >> \$csv || true
 	kill \$srv 2> /dev/null || true
 	wait \$srv || true
+	rm -f \$batch
 	# Register, WRITE, deregister per message: the whole, and the
 	# registration alone (mode,size,iters,us_per_msg,reg_us_per_msg,bad).
 	for s in $reg_sizes; do

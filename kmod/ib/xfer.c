@@ -916,7 +916,7 @@ static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, const s
 
 	if (type == ZCX_IB_FIN && len == sizeof(fin))
 		memcpy(&fin, rx->buf + sizeof(struct zcx_ib_hdr), sizeof(fin));
-	else if (type != ZCX_IB_CREDIT || len || (wc->wc_flags & IB_WC_WITH_INVALIDATE))
+	else if (type != ZCX_IB_CREDIT || len)
 		goto broken;
 	zcx_ib_rx_repost(conn, rx);
 	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin, wc) : zcx_ib_credit(conn, n);
@@ -991,6 +991,9 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	len = le32_to_cpu(hdr->len);
 	tag = le64_to_cpu(hdr->tag);
 	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr))
+		goto broken;
+	/* Only a FIN may invalidate (a registration of ours, zcx_ib_fin()). */
+	if ((wc->wc_flags & IB_WC_WITH_INVALIDATE) && (conn->passive || hdr->type != ZCX_IB_FIN))
 		goto broken;
 	if (!conn->passive) {
 		zcx_ib_reply(conn, rx, wc, hdr->type, le16_to_cpu(hdr->credits), len);
