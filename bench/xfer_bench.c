@@ -20,10 +20,14 @@
  * design: once at and above zcopy_threshold (pinned pages to pinned
  * pages) and once below it as well, because every receive here is posted
  * before its message arrives (an inline message that finds no receive is
- * copied twice: into the kernel, then out).
+ * copied twice: into the kernel, then out).  With -n, packets per message
+ * too ("pkts", "bw_pkts"): what the node's RDMA devices sent over the
+ * timed runs (hw_counters/sent_pkts; both sides share the node), the
+ * protocol's own count whatever the emulation's speed.
  *
  * Usage: xfer_bench [-m enter|poll|both] [-T lat,bw,bar] [-r REPS] [-t MS]
- *                   [-N MAXPROCS] [-n]
+ *                   [-N MAXPROCS] [-s BYTES] [-n]
+ * -s: latency and bandwidth of that one message size only (for profiling).
  * -n: the pairs connect through the RDMA backend (ZCX_EP_NET endpoints,
  * ZCX_CONNECT_NET; zcx_ib.ko must listen), system "zcx-net-enter" or
  * "zcx-net-poll"; barriers are then not measured (they are per node).
@@ -32,6 +36,8 @@
  * xfer_common.h, system "zcx-enter" or "zcx-poll".
  */
 #define _GNU_SOURCE
+#include <glob.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -63,6 +69,7 @@ static const char *sysname;
 static unsigned int ep_flags;
 /* -n: through the RDMA backend (zcx_ib.ko listening), not within the node. */
 static unsigned int connect_flags;
+static size_t only_size;	/* -s: measure this size only */
 
 static void fail(const char *who, const char *what, int err)
 {
@@ -368,25 +375,52 @@ static unsigned long long pair_run(struct pair *p, int cmd, size_t len, long n)
 	return t;
 }
 
+/* Packets the node's RDMA devices have sent (-n), 0 without -n. */
+static uint64_t wire_pkts(void)
+{
+	uint64_t sum = 0, n;
+	glob_t g;
+	size_t i;
+
+	if (!connect_flags ||
+	    glob("/sys/class/infiniband/*/ports/*/hw_counters/sent_pkts", 0, NULL, &g))
+		return 0;
+	for (i = 0; i < g.gl_pathc; i++) {
+		FILE *f = fopen(g.gl_pathv[i], "r");
+
+		if (f && fscanf(f, "%" SCNu64, &n) == 1)
+			sum += n;
+		if (f)
+			fclose(f);
+	}
+	globfree(&g);
+	return sum;
+}
+
 static void bench_lat(struct pair *p, int reps, unsigned long long target)
 {
 	size_t i;
 	int r;
 
-	for (i = 0; i < NLAT; i++) {
-		size_t len = lat_sizes[i];
-		uint64_t calls = 0;
+	for (i = 0; i < (only_size ? 1 : NLAT); i++) {
+		size_t len = only_size ? only_size : lat_sizes[i];
+		uint64_t calls = 0, pkts = 0;
 		long n, total = 0;
 
 		pair_run(p, CMD_CHECK, len, 3);
 		n = xfer_iters(pair_run(p, CMD_LAT, len, 20), 20, target, 20);
 		for (r = 1; r <= reps; r++) {
+			uint64_t pkts0 = wire_pkts();
+
 			xfer_row(sysname, "lat", len, r,
 				 (double)pair_run(p, CMD_LAT, len, n) / (2.0 * n));
+			pkts += wire_pkts() - pkts0;
 			calls += p->syscalls;
 			total += 2 * n;
 		}
 		xfer_row(sysname, "syscalls", len, 0, (double)calls / total);
+		if (connect_flags)
+			xfer_row(sysname, "pkts", len, 0, (double)pkts / total);
 		/* Receives are always posted first: one copy, inline or not. */
 		xfer_row(sysname, "copies", len, 0, 1);
 	}
@@ -397,20 +431,24 @@ static void bench_bw(struct pair *p, int reps, unsigned long long target)
 	size_t i;
 	int r;
 
-	for (i = 0; i < NBW; i++) {
-		size_t len = bw_sizes[i];
-		uint64_t calls = 0;
+	for (i = 0; i < (only_size ? 1 : NBW); i++) {
+		size_t len = only_size ? only_size : bw_sizes[i];
+		uint64_t calls = 0, pkts = 0;
 		long n, total = 0;
 
 		n = xfer_iters(pair_run(p, CMD_BW, len, 1), 1, target, 1);
 		for (r = 1; r <= reps; r++) {
+			uint64_t pkts0 = wire_pkts();
 			unsigned long long t = pair_run(p, CMD_BW, len, n);
 
+			pkts += wire_pkts() - pkts0;
 			xfer_row(sysname, "bw", len, r, (double)len * BW_WINDOW * n / (t / 1e9) / 1e6);
 			calls += p->syscalls;
 			total += BW_WINDOW * n;
 		}
 		xfer_row(sysname, "bw_syscalls", len, 0, (double)calls / total);
+		if (connect_flags)
+			xfer_row(sysname, "bw_pkts", len, 0, (double)pkts / total);
 	}
 }
 
@@ -537,7 +575,7 @@ static void bench_bar(int nprocs, int reps, unsigned long long target)
 static void usage(void)
 {
 	fprintf(stderr, "usage: xfer_bench [-m enter|poll|both] [-T lat,bw,bar] [-r REPS] "
-		"[-t MS] [-N MAXPROCS] [-n]\n");
+		"[-t MS] [-N MAXPROCS] [-s BYTES] [-n]\n");
 	exit(2);
 }
 
@@ -549,7 +587,7 @@ int main(int argc, char **argv)
 	struct zcx_query q;
 	struct zcx *zcx;
 
-	while ((opt = getopt(argc, argv, "m:T:r:t:N:nh")) != -1) {
+	while ((opt = getopt(argc, argv, "m:T:r:t:N:s:nh")) != -1) {
 		switch (opt) {
 		case 'n':
 			connect_flags = ZCX_CONNECT_NET;
@@ -569,11 +607,15 @@ int main(int argc, char **argv)
 		case 'N':
 			maxprocs = atoi(optarg);
 			break;
+		case 's':
+			only_size = strtoull(optarg, NULL, 0);
+			break;
 		default:
 			usage();
 		}
 	}
-	if (reps < 1 || reps > MAX_REPS || maxprocs < 2 || maxprocs > MAX_PROCS)
+	if (reps < 1 || reps > MAX_REPS || maxprocs < 2 || maxprocs > MAX_PROCS ||
+	    only_size > MAX_MSG / 2)
 		usage();
 	/* A responder that dies must not kill us through a pipe write. */
 	signal(SIGPIPE, SIG_IGN);

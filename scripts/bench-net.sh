@@ -19,7 +19,9 @@
 # zcx_verbs_perf registering, RDMA WRITEing and deregistering a buffer
 # (of four in turn) for every message with plain verbs, against one zcx
 # message of the same size (half of the ping-pong's round trip: neither
-# overlaps messages).  Writes DIR/net.csv (system,test,bytes,value: ns or
+# overlaps messages).  Packets per message too, zcx's and ib_send_lat's,
+# from the device's sent_pkts counter: a count that does not depend on
+# the emulation's speed.  Writes DIR/net.csv (system,test,bytes,value: ns or
 # MB/s) and DIR/net.md (default results/).  The guest is emulated: only
 # ratios carry over.  -q: fewer sizes and shorter runs.
 set -euo pipefail
@@ -51,7 +53,9 @@ rm -rf "$run"
 	csv='$run/net.csv'
 	echo system,test,bytes,value > \$csv
 	build/bench/xfer_bench -n -T lat,bw -r 1 -t $ms | awk -F, -v OFS=, \
-		'\$2 == \"lat\" || \$2 == \"bw\" { print \$1, \$2, \$3, \$5 }' >> \$csv
+		'\$2 == \"lat\" || \$2 == \"bw\" || \$2 == \"pkts\" { print \$1, \$2, \$3, \$5 }' >> \$csv
+	# Packets the device has sent (both ends of every test are on it).
+	pkts() { cat /sys/class/infiniband/zcxb0/ports/1/hw_counters/sent_pkts; }
 	# perftest: a server, then its client on the same device.
 	pt() {
 		\"\$@\" > /dev/null 2>&1 & srv=\$!
@@ -60,8 +64,12 @@ rm -rf "$run"
 		wait \$srv
 	}
 	for s in $lat_sizes; do
+		p0=\$(pkts)
 		pt ib_send_lat -d zcxb0 -F -s \$s -n $iters |
 			awk -v s=\$s '{ printf \"perftest,lat,%d,%.0f\\n\", s, \$6 * 1000 }' >> \$csv
+		# $iters round trips: two messages each.
+		awk -v s=\$s -v d=\$((\$(pkts) - p0)) \
+			'BEGIN { printf \"perftest,pkts,%d,%.2f\\n\", s, d / (2 * $iters) }' >> \$csv
 	done
 	for s in $bw_sizes; do
 		for t in write read; do
@@ -120,9 +128,10 @@ function row(test, s,    z, zp, b, p, pr, u) {
 	b = best(s, test, test == "bw"); u = v["ucx-rc," test "," s]
 	if (test == "lat") {
 		p = v["perftest,lat," s]
-		printf "| %d | %s | %s | %s | %s | %s | %s |\n", s, cell(z / 1000, "%.1f"),
+		printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", s, cell(z / 1000, "%.1f"),
 		       cell(zp / 1000, "%.1f"), cell(p / 1000, "%.1f"), cell(u / 1000, "%.1f"),
-		       ratio(b, p), ratio(b, u)
+		       ratio(b, p), ratio(b, u), cell(v["zcx-net-enter,pkts," s], "%.2f"),
+		       cell(v["perftest,pkts," s], "%.2f")
 	} else {
 		p = v["perftest-write,bw," s]; pr = v["perftest-read,bw," s]
 		printf "| %d | %s | %s | %s | %s | %s | %s | %s |\n", s, cell(z, "%.0f"), cell(zp, "%.0f"),
@@ -132,10 +141,12 @@ function row(test, s,    z, zp, b, p, pr, u) {
 END {
 	print "## zcx through zcx_ib against perftest and UCX (Soft-RoCE on a veth, one QEMU/TCG guest)"
 	print ""
-	print "Latency: half the round trip, µs (ratios: zcx best mode / peer, lower is better)."
+	print "Latency: half the round trip, µs (ratios: zcx best mode / peer, lower is better);"
+	print "packets the device sent per message (acknowledgements and zcx_ib control messages"
+	print "included), which does not depend on the emulation."
 	print ""
-	print "| bytes | zcx enter | zcx poll | ib_send_lat | UCX rc_verbs | vs perftest | vs UCX |"
-	print "|---|---|---|---|---|---|---|"
+	print "| bytes | zcx enter | zcx poll | ib_send_lat | UCX rc_verbs | vs perftest | vs UCX | packets, zcx | packets, ib_send_lat |"
+	print "|---|---|---|---|---|---|---|---|---|"
 	for (i = 1; i <= nl; i++) row("lat", li[i])
 	print ""
 	print "Bandwidth, MB/s (ratios: zcx best mode / peer, higher is better)."
