@@ -135,12 +135,20 @@ void zcx_ib_release_rx(void *arg)
 /*
  * Flow control.  The active side sends a message only with a credit: it
  * starts with ZCX_IB_RX_DEPTH, one per buffer of the passive side, and
- * gets one back each time the passive side posted a buffer again, in a
+ * gets them back once the passive side posted the buffers again, in a
  * CREDIT message that carries all owed so far; one is in flight at a
  * time, the next carrying what was owed meanwhile.  So no SEND ever meets
  * a receiver without a buffer: receiver-not-ready retries, besides being
  * slow, make Soft-RoCE replay the registrations queued behind the SEND,
  * which then fail.
+ *
+ * Credits go back in batches, not one per message (which costs a SEND,
+ * its acknowledgement and two completions, work that runs on the CPUs
+ * the applications wait on): once the sender may have fewer than
+ * ZCX_IB_CREDIT_LOW left, counting every buffer it filled and has not had
+ * back.  So a sender that keeps pace never waits, and buffers held by
+ * unexpected messages never keep back owed credits the sender needs (the
+ * check runs as messages arrive, too).
  */
 static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
 {
@@ -148,7 +156,7 @@ static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
 	struct zcx_ib_hdr *hdr;
 
 	if (!tx || conn->credit_busy || !conn->owed || conn->state != ZCX_IB_LIVE ||
-	    conn->sq_used >= conn->sq_depth)
+	    conn->sq_used >= conn->sq_depth || ZCX_IB_RX_DEPTH - conn->lent >= ZCX_IB_CREDIT_LOW)
 		return;
 	hdr = tx->msg;
 	hdr->credits = cpu_to_le16(conn->owed);
@@ -157,6 +165,7 @@ static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
 		zcx_ib_conn_schedule_kill(conn);
 		return;
 	}
+	conn->lent -= conn->owed;
 	conn->owed = 0;
 	conn->credit_busy = true;
 	conn->sq_used++;
@@ -999,6 +1008,10 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 		zcx_ib_reply(conn, rx, wc, hdr->type, le16_to_cpu(hdr->credits), len);
 		return;
 	}
+	spin_lock(&conn->lock);
+	conn->lent++;
+	zcx_ib_credit_post_locked(conn);
+	spin_unlock(&conn->lock);
 	if ((hdr->type == ZCX_IB_PUT || hdr->type == ZCX_IB_GET) &&
 	    zcx_ib_rts_valid(hdr->type, body, len)) {
 		/* The buffer, and so the connection, is held until answered. */

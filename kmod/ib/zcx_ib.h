@@ -50,6 +50,8 @@
 /* Bytes one message carries. */
 #define ZCX_IB_INLINE		(ZCX_IB_MSG_SIZE - sizeof(struct zcx_ib_hdr))
 #define ZCX_IB_RX_DEPTH		32	/* receive buffers of an accepted connection */
+/* Credits go back once the sender may have fewer than this (xfer.c). */
+#define ZCX_IB_CREDIT_LOW	(ZCX_IB_RX_DEPTH / 2)
 /*
  * Receive buffers of an outgoing connection, for the FINs and CREDITs
  * coming back: at most one of each per message of ours whose credit has
@@ -276,6 +278,8 @@ struct zcx_ib_tx {
  * @rx_size:	bytes of each receive buffer.
  * @credits:	active: messages we may send, the peer having buffers posted
  *		for them (under @lock).
+ * @lent:	passive: buffers the sender filled and has not had back
+ *		(holding a message, or among @owed; under @lock).
  * @owed:	passive: buffers posted again but not yet given back ...
  * @credit_tx:	... by this CREDIT message ...
  * @credit_busy: ... which is posted (under @lock).
@@ -319,6 +323,7 @@ struct zcx_ib_conn {
 	struct ib_cqe quiet_cqe;
 	u32 rx_size;
 	u32 credits;
+	u32 lent;
 	u32 owed;
 	struct zcx_ib_tx *credit_tx;
 	bool credit_busy;
