@@ -14,10 +14,12 @@
  * zcx.ko matched the RTS with a receive, the receiver maps that receive's
  * pinned pages (registering them only if one READ cannot take them with
  * the device's local DMA key), RDMA READs the message straight into them
- * and SENDs a FIN.  A FIN answering a single registration invalidates it as
- * it lands (SEND with invalidate); the sender invalidates more itself.
- * Only then does the send complete, which lets go of its pages.  Each
- * side's device touches user pages only while zcx.ko holds them busy.
+ * and SENDs a FIN; the receive completes once the READs have (and the
+ * receiver's own registrations are invalid).  A FIN answering a single
+ * registration invalidates it as it lands (SEND with invalidate); the
+ * sender invalidates more itself.  Only then does the send complete,
+ * which lets go of its pages.  Each side's device touches user pages only
+ * while zcx.ko holds them busy.
  *
  * Everything a connection posts is a job (struct zcx_ib_tx): a chain of
  * work requests, the last signalled, reserving its entries of the send
@@ -299,12 +301,14 @@ static void zcx_ib_job_end(struct zcx_ib_tx *tx, int res)
 	if (tx->data_dma)
 		ib_dma_unmap_single(conn->ibdev, tx->data_dma, tx->len, DMA_TO_DEVICE);
 	zcx_ib_reg_unmap(conn, &tx->reg);
-	if (tx->type == ZCX_IB_JOB_PULL)
-		zcx_op_pulled(tx->op, res, tx->len, tx->tag);
-	else if (tx->type != ZCX_IB_JOB_SERVE)
+	if (tx->type == ZCX_IB_JOB_PULL) {
+		if (tx->op)
+			zcx_op_pulled(tx->op, res, tx->len, tx->tag);
+	} else if (tx->type != ZCX_IB_JOB_SERVE) {
 		zcx_op_complete(tx->op, res, res ? 0 : tx->len, 0);
-	else if (tx->target)
+	} else if (tx->target) {
 		zcx_rma_target_done(tx->target);
+	}
 	if (tx->wr != &tx->wr1)
 		kfree(tx->wr);
 	if (tx->sge != tx->sge2)
@@ -458,6 +462,21 @@ static void zcx_ib_job_done(struct ib_cq *cq, struct ib_wc *wc)
 		spin_unlock(&conn->lock);
 	}
 	zcx_ib_job_end(tx, res ? res : tx->status);
+}
+
+/*
+ * A pull's READs completed, and the invalidations of its registrations if
+ * any: the receive has its data and its pages are the device's no more,
+ * so it completes now rather than once the FIN is acknowledged, a wire
+ * round trip later.  Completions come in order: this one before the FIN's.
+ */
+static void zcx_ib_pull_moved(struct ib_cq *cq, struct ib_wc *wc)
+{
+	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, moved_cqe);
+	int res = zcx_ib_wc_result(tx->conn, wc);
+
+	zcx_op_pulled(tx->op, res ? res : tx->status, tx->len, tx->tag);
+	tx->op = NULL;
 }
 
 /* --- keepalive ----------------------------------------------------------- */
@@ -1213,6 +1232,11 @@ static void zcx_ib_answer(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 	if (le32_to_cpu(rts->nseg) == 1) {
 		tx->wr[fin_wr].send.opcode = IB_WR_SEND_WITH_INV;
 		tx->wr[fin_wr].send.ex.invalidate_rkey = le32_to_cpu(rts->segs[0].rkey);
+	}
+	if (tx->type == ZCX_IB_JOB_PULL && fin_wr) {
+		tx->moved_cqe.done = zcx_ib_pull_moved;
+		tx->wr[fin_wr - 1].send.wr_cqe = &tx->moved_cqe;
+		tx->wr[fin_wr - 1].send.send_flags |= IB_SEND_SIGNALED;
 	}
 	last = &tx->wr[tx->wrs - 1].send;
 	if (last == &tx->wr[fin_wr].send) {

@@ -193,7 +193,8 @@ enum zcx_ib_job_type {
 /*
  * Work for a send queue: a chain of work requests, the last signalled
  * (@cqe), reserving @wrs entries of the queue until it is done.
- * @op:		EAGER, RTS: the send (or PUT, GET); PULL: the receive.
+ * @op:		EAGER, RTS: the send (or PUT, GET); PULL: the receive,
+ *		until completed (@moved_cqe).
  * @target:	SERVE: the exposed range, if it could be had.
  * @rx:		PULL, SERVE: the buffer of the request (and its connection
  *		reference).
@@ -202,6 +203,8 @@ enum zcx_ib_job_type {
  * @wr:		the chain, built before posting ...
  * @sge:	... and its scatter entries: @wr1 and @sge2, or allocated.
  * @inv:	RTS: the chain invalidating @reg, posted on FIN (@inv_cqe).
+ * @moved_cqe:	PULL: the work request before the FIN completed: the data is
+ *		in and @reg invalid.
  * @reg:	RTS, PULL, SERVE: the registrations of the pages.
  * @cookie:	RTS: the FIN's.
  * @sent, @fin:	RTS: the RTS completed, the FIN came (under conn->lock) ...
@@ -226,6 +229,7 @@ struct zcx_ib_tx {
 	struct ib_sge *sge;
 	union ib_wr_any *inv;
 	struct ib_cqe inv_cqe;
+	struct ib_cqe moved_cqe;
 	struct zcx_ib_reg reg;
 	u64 cookie;
 	bool sent;
