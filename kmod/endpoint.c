@@ -768,8 +768,12 @@ void zcx_poller_kick(struct zcx_ctx *ctx)
 	wake_up(&ctx->poll_wait);
 }
 
-/* One pass over the polled endpoints; true if it took anything. */
-static bool zcx_poll_pass(struct zcx_ctx *ctx)
+/*
+ * One pass over the polled endpoints, publishing @flags in each; true if
+ * it took anything.  The flags are stored only when they change: the
+ * line is read by every spinning waiter.
+ */
+static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 {
 	bool busy = false;
 	struct zcx_ep *ep;
@@ -780,6 +784,8 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx)
 		if (!ep)
 			continue;
 		if (ep->flags & ZCX_EP_POLL) {
+			if (READ_ONCE(ep->hdr->sq_flags) != flags)
+				WRITE_ONCE(ep->hdr->sq_flags, flags);
 			mutex_lock(&ep->sq_mutex);
 			if (zcx_sq_take(ep, ep->sq_entries) > 0)
 				busy = true;
@@ -806,7 +812,7 @@ static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
 }
 
 /* A pass with the address space held; false if it is gone. */
-static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, bool *busy)
+static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, bool *busy)
 {
 	struct mem_cgroup *memcg, *old_memcg;
 
@@ -814,7 +820,7 @@ static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, bool *busy)
 		return false;
 	memcg = get_mem_cgroup_from_mm(ctx->mm);
 	old_memcg = set_active_memcg(memcg);
-	*busy = zcx_poll_pass(ctx);
+	*busy = zcx_poll_pass(ctx, flags);
 	set_active_memcg(old_memcg);
 	mem_cgroup_put(memcg);
 	mmput(ctx->mm);
@@ -842,8 +848,11 @@ static int zcx_poller(void *data)
 	/* The context's mmgrab() keeps the mm_struct for our use. */
 	kthread_use_mm(ctx->mm);
 	while (!kthread_should_stop()) {
+		/* Others wait for this CPU: more threads than CPUs. */
+		bool shared = !single_task_running();
+
 		WRITE_ONCE(ctx->poll_kick, false);
-		alive = alive && zcx_poll_pass_mm(ctx, &busy);
+		alive = alive && zcx_poll_pass_mm(ctx, shared ? ZCX_SQ_CPU_SHARED : 0, &busy);
 		if (alive && busy) {
 			idle_until = ktime_get_ns() + idle_ns;
 			cond_resched();
@@ -851,14 +860,14 @@ static int zcx_poller(void *data)
 		}
 		if (alive && ktime_get_ns() < idle_until) {
 			/*
-			 * Idle, and others wait for this CPU (more threads
-			 * than CPUs): let them run now rather than at the
-			 * next tick, they are what we wait for.
+			 * Idle, and others want this CPU: let them run now
+			 * rather than at the next tick, they are what we wait
+			 * for.
 			 */
-			if (single_task_running())
-				cond_resched();
-			else
+			if (shared)
 				schedule();
+			else
+				cond_resched();
 			continue;
 		}
 		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP);
@@ -868,7 +877,7 @@ static int zcx_poller(void *data)
 		 * ours) and kicks us, so the kick check below cannot miss it.
 		 */
 		smp_mb();
-		if (!(alive && zcx_poll_pass_mm(ctx, &busy) && busy))
+		if (!(alive && zcx_poll_pass_mm(ctx, ZCX_SQ_NEED_WAKEUP, &busy) && busy))
 			zcx_poll_sleep(ctx);
 		zcx_poll_set_flags(ctx, 0);
 		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;

@@ -382,6 +382,19 @@ static void zcx_spin_pause(struct zcx_ep *ep, unsigned long spins, bool yield)
 	}
 }
 
+/*
+ * Whether a waiter on @ep should yield now and then: its polling thread
+ * may want this CPU.  A module that tells (ZCX_SQ_CPU_SHARED) says when;
+ * with an older one, always.
+ */
+static bool zcx_poller_may_wait(const struct zcx_ep *ep)
+{
+	if (!(ep->flags & ZCX_EP_POLL))
+		return false;
+	return !(ep->zcx->features & ZCX_FEATURE_SQ_CPU_SHARED) ||
+	       (__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_CPU_SHARED);
+}
+
 static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req);
 
 static void zcx_req_finish(struct zcx_req *req, int status)
@@ -528,7 +541,7 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 		if (spins < ep->spin) {
 			spins++;
 			if (!zcx_cq_pending(ep)) {
-				zcx_spin_pause(ep, spins, ep->flags & ZCX_EP_POLL);
+				zcx_spin_pause(ep, spins, zcx_poller_may_wait(ep));
 				continue;
 			}
 		}

@@ -71,7 +71,7 @@ static int zcx_map_status(struct zcx *zcx)
 
 ZCX_EXPORT int zcx_open(struct zcx **out, unsigned int flags)
 {
-	struct zcx_query query;
+	struct zcx_query query = { 0 };
 	struct zcx *zcx;
 	int ret;
 
@@ -98,6 +98,7 @@ ZCX_EXPORT int zcx_open(struct zcx **out, unsigned int flags)
 		ret = -EPROTO;
 	if (!ret && !(query.features & ZCX_FEATURE_MR_CACHE))
 		ret = -EPROTO;
+	zcx->features = query.features;
 	if (!ret)
 		ret = zcx_map_status(zcx);
 	if (!ret)

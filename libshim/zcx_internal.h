@@ -50,6 +50,7 @@ struct zcx_mr_cache {
 
 struct zcx {
 	int fd;
+	uint64_t features;		/* ZCX_FEATURE_* of the module */
 	unsigned long fork_gen;		/* zcx_fork_gen when opened */
 	const struct zcx_status *status;
 	size_t status_size;

@@ -1212,4 +1212,78 @@ TEST_F_TIMEOUT(burst, poll_mode_needs_no_syscall_per_message, 60)
 		EXPECT_GT(BURST / 2, self->bu.syscalls);
 }
 
+/*
+ * Waiting on a polled endpoint makes no system call while the polling
+ * thread has a CPU to itself (ZCX_SQ_CPU_SHARED clear): one process, two
+ * polled endpoints of one context (so one polling thread), and one thread
+ * ping-ponging between them, two threads on a node of two CPUs or more.
+ * Before the module said when to yield, every wait longer than 256 polls
+ * made one.
+ */
+#define PINGS		500
+#define PING_LEN	65536
+
+static int ping_once(struct zcx_ep *from, uint32_t to, struct zcx_ep *at, char *tx, char *rx,
+		     uint64_t seed)
+{
+	struct zcx_req req = xreq(NULL);
+	int ret;
+
+	xpat_fill(tx, PING_LEN, seed);
+	ret = zcx_irecv(at, rx, PING_LEN, seed, ~0ULL, &req);
+	if (!ret)
+		ret = zcx_send(from, to, tx, PING_LEN, seed);
+	if (!ret)
+		ret = zcx_wait(at, &req);
+	if (!ret && (req.len != PING_LEN || xpat_check(rx, PING_LEN, seed) >= 0))
+		ret = -EBADMSG;
+	return ret;
+}
+
+TEST_F_TIMEOUT(burst, poll_wait_with_a_cpu_to_spare, 60)
+{
+	char *buf = zcx_test_anon(4 * PING_LEN);
+	uint32_t to_a, to_b;
+	struct zcx_ep *a, *b;
+	struct zcx_addr addr;
+	struct zcx_query q;
+	struct zcx *zcx;
+	uint64_t before, calls;
+	unsigned int i;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		SKIP(return, "one CPU: the polling thread always shares it");
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_EQ(0, zcx_query(zcx, &q));
+	EXPECT_TRUE(q.features & ZCX_FEATURE_SQ_CPU_SHARED);
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_POLL, 0, &a));
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_POLL, 0, &b));
+	zcx_ep_addr(b, &addr);
+	ASSERT_EQ(0, zcx_ep_connect(a, &addr, &to_b));
+	zcx_ep_addr(a, &addr);
+	ASSERT_EQ(0, zcx_ep_connect(b, &addr, &to_a));
+	/* A few rounds first: the scheduler spreads the two threads. */
+	for (i = 0; i < PINGS + 50; i++) {
+		if (i == 50)
+			before = zcx_ep_syscalls(a) + zcx_ep_syscalls(b);
+		ASSERT_EQ(0, ping_once(a, to_b, b, buf, buf + PING_LEN, 2 * i + 1));
+		ASSERT_EQ(0, ping_once(b, to_a, a, buf + 2 * PING_LEN, buf + 3 * PING_LEN,
+				       2 * i + 2));
+	}
+	calls = zcx_ep_syscalls(a) + zcx_ep_syscalls(b) - before;
+	TH_LOG("%u waits on polled endpoints: %llu system calls", 2 * PINGS,
+	       (unsigned long long)calls);
+	/*
+	 * RELAXABLE: other threads may share a CPU now and then (a yield
+	 * each 256 polls then), and on a slow guest (ZCX_SLOW) the polling
+	 * thread sleeps between messages (a doorbell each).
+	 */
+	if (zcx_test_slowdown() == 1)
+		EXPECT_GT(PINGS / 4, calls);
+	zcx_ep_destroy(a);
+	zcx_ep_destroy(b);
+	zcx_close(zcx);
+}
+
 TEST_HARNESS_MAIN

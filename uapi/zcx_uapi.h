@@ -43,8 +43,9 @@
 #define ZCX_FEATURE_MR_CACHE	(1ULL << 0)	/* regions, status area, events */
 #define ZCX_FEATURE_MONITOR	(1ULL << 1)	/* ZCX_IOC_MON_ADD */
 #define ZCX_FEATURE_TRANSPORT	(1ULL << 2)	/* endpoints, rings, transfers */
+#define ZCX_FEATURE_SQ_CPU_SHARED (1ULL << 3)	/* sq_flags ZCX_SQ_CPU_SHARED */
 #define ZCX_FEATURES_KNOWN	(ZCX_FEATURE_MR_CACHE | ZCX_FEATURE_MONITOR | \
-				 ZCX_FEATURE_TRANSPORT)
+				 ZCX_FEATURE_TRANSPORT | ZCX_FEATURE_SQ_CPU_SHARED)
 
 /**
  * struct zcx_query - ZCX_IOC_QUERY: ABI version, features and limits.
@@ -465,6 +466,14 @@ struct zcx_ring_offsets {
 
 /* sq_flags: the polling thread sleeps; ring the doorbell (ZCX_IOC_ENTER). */
 #define ZCX_SQ_NEED_WAKEUP	(1U << 0)
+/*
+ * sq_flags: the polling thread shares its CPU with other runnable threads
+ * (more threads than CPUs).  A thread spinning on the completion ring
+ * should then give up its CPU now and then (sched_yield()): the polling
+ * thread may be waiting for it.  Clear, the spin needs no system call.
+ * A hint, refreshed as the thread polls (ZCX_FEATURE_SQ_CPU_SHARED).
+ */
+#define ZCX_SQ_CPU_SHARED	(1U << 1)
 
 /*
  * Endpoint flags (zcx_ep_create.flags): ZCX_EP_POLL, a kernel thread of
