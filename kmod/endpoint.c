@@ -720,16 +720,16 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 		goto out;
 	}
 
-	if (ep->flags & ZCX_EP_POLL) {
-		if (arg->flags & ZCX_ENTER_SQ_WAKEUP) {
-			/*
-			 * The thread will run: no more doorbells until it
-			 * sets the flag again, before it next sleeps.
-			 */
-			WRITE_ONCE(ep->hdr->sq_flags, 0);
-			zcx_poller_kick(ctx);
-		}
-	} else if (arg->to_submit) {
+	if ((ep->flags & ZCX_EP_POLL) && (arg->flags & ZCX_ENTER_SQ_WAKEUP)) {
+		/*
+		 * The thread will run: no more doorbells until it sets the
+		 * flag again, before it next sleeps.
+		 */
+		WRITE_ONCE(ep->hdr->sq_flags, 0);
+		zcx_poller_kick(ctx);
+	}
+	/* On a polled endpoint too: the caller need not wait for the thread. */
+	if (arg->to_submit) {
 		mutex_lock(&ep->sq_mutex);
 		ret = zcx_sq_take(ep, arg->to_submit);
 		mutex_unlock(&ep->sq_mutex);
