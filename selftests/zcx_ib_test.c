@@ -350,6 +350,72 @@ TEST_F_TIMEOUT(net, messages_cross_the_network, 300)
 	EXPECT_LE(before + NET_MSGS, rxe_sent_packets());
 }
 
+/*
+ * keepalive_ms written at run time reaches the connections that are up:
+ * connected with it at 0 (a message each way makes sure that both pairs
+ * of connections are up), the idle connections send nothing; set to
+ * 50 ms, they start checking their peers, with zero-byte WRITEs and
+ * their acknowledgements.
+ */
+#define KEEPALIVE_MS	"/sys/module/zcx_ib/parameters/keepalive_ms"
+#define KEEPALIVE_PKTS	20
+
+static int write_keepalive_ms(const char *ms)
+{
+	FILE *f = fopen(KEEPALIVE_MS, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(ms, f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+static int net_keepalive_start(struct xside *s, void *arg)
+{
+	long long before, now;
+	unsigned int ms;
+	uint64_t v = 1;
+
+	(void)arg;
+	if (zcx_send(s->ep, s->peer, &v, sizeof(v), 1) ||
+	    zcx_recv(s->ep, &v, sizeof(v), 2, UINT64_MAX, NULL) != sizeof(v))
+		return 1;
+	before = rxe_sent_packets();
+	now = before;
+	if (before < 0 || write_keepalive_ms("50"))
+		return 1;
+	for (ms = 0; ms < 20000 * zcx_test_slowdown() && now < before + KEEPALIVE_PKTS; ms += 10) {
+		usleep(10000);
+		now = rxe_sent_packets();
+	}
+	if (now < before + KEEPALIVE_PKTS)
+		fprintf(stderr, "# %lld packets when keepalive_ms was set, %lld %u ms later\n",
+			before, now, ms);
+	return xsend_u64(s, 1) || now < before + KEEPALIVE_PKTS;
+}
+
+static int net_keepalive_echo(struct xside *s, void *arg)
+{
+	uint64_t v;
+
+	(void)arg;
+	if (zcx_recv(s->ep, &v, sizeof(v), 1, UINT64_MAX, NULL) != sizeof(v) ||
+	    zcx_send(s->ep, s->peer, &v, sizeof(v), 2))
+		return 1;
+	return xexpect_u64(s, 1) ? 1 : 0;
+}
+
+TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
+{
+	EXPECT_EQ(10000, zcx_test_read_number(KEEPALIVE_MS));
+	ASSERT_EQ(0, write_keepalive_ms("0"));
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_start, net_keepalive_echo, NULL));
+	EXPECT_EQ(50, zcx_test_read_number(KEEPALIVE_MS));
+}
+
 /* A receive posted before the message comes: the message goes straight in. */
 static int net_send_after_go(struct xside *s, void *arg)
 {

@@ -310,6 +310,28 @@ void zcx_ib_device_gone(struct ib_device *ibdev)
 	}
 }
 
+/*
+ * keepalive_ms was written: each live connection checks its peer that long
+ * from now (from 0, it starts checking).  Under conn->lock, under which the
+ * teardown marks a connection dead before it cancels the check.
+ */
+void zcx_ib_keepalive_rearm_all(void)
+{
+	unsigned int ms = READ_ONCE(zcx_ib_keepalive_ms);
+	struct zcx_ib_conn *conn;
+
+	if (!ms)
+		return;
+	mutex_lock(&zcx_ib_conns_mutex);
+	list_for_each_entry(conn, &zcx_ib_conns, list) {
+		spin_lock(&conn->lock);
+		if (conn->state == ZCX_IB_LIVE)
+			mod_delayed_work(system_wq, &conn->keepalive, msecs_to_jiffies(ms));
+		spin_unlock(&conn->lock);
+	}
+	mutex_unlock(&zcx_ib_conns_mutex);
+}
+
 /* --- rdma_cm --------------------------------------------------------------- */
 
 static void zcx_ib_connect_done(struct zcx_ib_conn *conn, int status)

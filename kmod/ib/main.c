@@ -32,7 +32,22 @@ module_param_named(port, zcx_ib_port, ushort, 0444);
 MODULE_PARM_DESC(port, "rdma_cm port the node listens on (default 7471)");
 
 unsigned int zcx_ib_keepalive_ms = 10000;
-module_param_named(keepalive_ms, zcx_ib_keepalive_ms, uint, 0644);
+
+/* A new period applies to the connections that are up too. */
+static int zcx_ib_keepalive_set(const char *val, const struct kernel_param *kp)
+{
+	int ret = param_set_uint(val, kp);
+
+	if (!ret)
+		zcx_ib_keepalive_rearm_all();
+	return ret;
+}
+
+static const struct kernel_param_ops zcx_ib_keepalive_ops = {
+	.set = zcx_ib_keepalive_set,
+	.get = param_get_uint,
+};
+module_param_cb(keepalive_ms, &zcx_ib_keepalive_ops, &zcx_ib_keepalive_ms, 0644);
 MODULE_PARM_DESC(keepalive_ms, "An idle connection checks its peer every this many ms (default 10000, 0: never)");
 
 static_assert(IB_DEVICE_NAME_MAX <= ZCX_BACKEND_NAME_MAX);

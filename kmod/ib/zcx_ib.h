@@ -13,7 +13,8 @@
  *   rdma_cm's handler_mutex	held around zcx_ib_cm_handler(), which takes
  *				zcx.ko's match_mutex and zcx_ib_conns_mutex
  *				(accepting) but never conn->mutex;
- *   zcx_ib_conns_mutex	the list of connections (a leaf);
+ *   zcx_ib_conns_mutex	the list of connections (takes only conn->lock,
+ *				when keepalive_ms changes);
  *   zcx_ib_conn.lock	spinlock: state, sends in flight and waiting,
  *				posting of work requests.
  * Completion handlers run on ib_core's completion workqueue and take
@@ -368,6 +369,7 @@ void zcx_ib_quiet_done(struct ib_cq *cq, struct ib_wc *wc);
 void zcx_ib_keepalive_init(struct zcx_ib_conn *conn);
 void zcx_ib_serve_init(struct zcx_ib_conn *conn);
 void zcx_ib_keepalive_arm(struct zcx_ib_conn *conn);
+void zcx_ib_keepalive_rearm_all(void);
 
 /* mr.c */
 int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page **pages,
