@@ -728,13 +728,24 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 		WRITE_ONCE(ep->hdr->sq_flags, 0);
 		zcx_poller_kick(ctx);
 	}
-	/* On a polled endpoint too: the caller need not wait for the thread. */
+	/*
+	 * On a polled endpoint too, so that the caller need not wait for the
+	 * thread; but not behind it: holding the ring, it is taking them
+	 * (and may stall on a fault in the process's buffers).
+	 */
 	if (arg->to_submit) {
-		mutex_lock(&ep->sq_mutex);
-		ret = zcx_sq_take(ep, arg->to_submit);
-		mutex_unlock(&ep->sq_mutex);
-		if (ret < 0)
-			goto out;
+		bool locked = true;
+
+		if (ep->flags & ZCX_EP_POLL)
+			locked = mutex_trylock(&ep->sq_mutex);
+		else
+			mutex_lock(&ep->sq_mutex);
+		if (locked) {
+			ret = zcx_sq_take(ep, arg->to_submit);
+			mutex_unlock(&ep->sq_mutex);
+			if (ret < 0)
+				goto out;
+		}
 	}
 	if ((arg->flags & ZCX_ENTER_GETEVENTS) && arg->min_complete) {
 		int wret = wait_event_interruptible(ep->cq_wait,
@@ -768,14 +779,20 @@ void zcx_poller_kick(struct zcx_ctx *ctx)
 	wake_up(&ctx->poll_wait);
 }
 
+/* What a pass over the polled endpoints found. */
+#define ZCX_POLL_TOOK	BIT(0)	/* it took submissions */
+#define ZCX_POLL_HELD	BIT(1)	/* a ring was held by someone else */
+
 /*
- * One pass over the polled endpoints, publishing @flags in each; true if
- * it took anything.  The flags are stored only when they change: the
- * line is read by every spinning waiter.
+ * One pass over the polled endpoints, publishing @flags in each; returns
+ * ZCX_POLL_* bits.  The flags are stored only when they change: the line
+ * is read by every spinning waiter.  A ring held by a caller of
+ * ZCX_IOC_ENTER is passed over, not waited for: that caller may stall on
+ * a fault in its buffers for as long as the process takes to resolve it.
  */
-static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
+static unsigned int zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 {
-	bool busy = false;
+	unsigned int found = 0;
 	struct zcx_ep *ep;
 	u32 idx;
 
@@ -786,14 +803,17 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 		if (ep->flags & ZCX_EP_POLL) {
 			if (READ_ONCE(ep->hdr->sq_flags) != flags)
 				WRITE_ONCE(ep->hdr->sq_flags, flags);
-			mutex_lock(&ep->sq_mutex);
-			if (zcx_sq_take(ep, ep->sq_entries) > 0)
-				busy = true;
-			mutex_unlock(&ep->sq_mutex);
+			if (mutex_trylock(&ep->sq_mutex)) {
+				if (zcx_sq_take(ep, ep->sq_entries) > 0)
+					found |= ZCX_POLL_TOOK;
+				mutex_unlock(&ep->sq_mutex);
+			} else {
+				found |= ZCX_POLL_HELD;
+			}
 		}
 		zcx_ep_put(ep);
 	}
-	return busy;
+	return found;
 }
 
 static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
@@ -812,7 +832,7 @@ static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
 }
 
 /* A pass with the address space held; false if it is gone. */
-static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, bool *busy)
+static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, unsigned int *found)
 {
 	struct mem_cgroup *memcg, *old_memcg;
 
@@ -820,7 +840,7 @@ static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, bool *busy)
 		return false;
 	memcg = get_mem_cgroup_from_mm(ctx->mm);
 	old_memcg = set_active_memcg(memcg);
-	*busy = zcx_poll_pass(ctx, flags);
+	*found = zcx_poll_pass(ctx, flags);
 	set_active_memcg(old_memcg);
 	mem_cgroup_put(memcg);
 	mmput(ctx->mm);
@@ -843,7 +863,8 @@ static int zcx_poller(void *data)
 	/* Settable at run time: taken anew each time we go idle. */
 	u64 idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 	u64 idle_until = ktime_get_ns() + idle_ns;
-	bool alive = true, busy;
+	unsigned int found = 0;
+	bool alive = true;
 
 	/* The context's mmgrab() keeps the mm_struct for our use. */
 	kthread_use_mm(ctx->mm);
@@ -852,13 +873,14 @@ static int zcx_poller(void *data)
 		bool shared = !single_task_running();
 
 		WRITE_ONCE(ctx->poll_kick, false);
-		alive = alive && zcx_poll_pass_mm(ctx, shared ? ZCX_SQ_CPU_SHARED : 0, &busy);
-		if (alive && busy) {
+		alive = alive && zcx_poll_pass_mm(ctx, shared ? ZCX_SQ_CPU_SHARED : 0, &found);
+		if (alive && (found & ZCX_POLL_TOOK)) {
 			idle_until = ktime_get_ns() + idle_ns;
 			cond_resched();
 			continue;
 		}
-		if (alive && ktime_get_ns() < idle_until) {
+		/* A held ring may have entries its holder did not see: no sleep. */
+		if (alive && ((found & ZCX_POLL_HELD) || ktime_get_ns() < idle_until)) {
 			/*
 			 * Idle, and others want this CPU: let them run now
 			 * rather than at the next tick, they are what we wait
@@ -877,7 +899,7 @@ static int zcx_poller(void *data)
 		 * ours) and kicks us, so the kick check below cannot miss it.
 		 */
 		smp_mb();
-		if (!(alive && zcx_poll_pass_mm(ctx, ZCX_SQ_NEED_WAKEUP, &busy) && busy))
+		if (!(alive && zcx_poll_pass_mm(ctx, ZCX_SQ_NEED_WAKEUP, &found) && found))
 			zcx_poll_sleep(ctx);
 		zcx_poll_set_flags(ctx, 0);
 		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;

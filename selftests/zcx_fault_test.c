@@ -506,6 +506,74 @@ TEST_F(raw, polled_enter_takes_submissions)
 	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
 }
 
+/*
+ * The polling thread says when others wait for its CPU: with twice as
+ * many busy threads as CPUs, ZCX_SQ_CPU_SHARED shows in sq_flags while it
+ * takes NOPs; with them gone and no more work, it goes to sleep with
+ * ZCX_SQ_NEED_WAKEUP alone.
+ */
+static volatile bool spinners_stop;
+
+static void *spinner(void *arg)
+{
+	(void)arg;
+	while (!spinners_stop)
+		;
+	return NULL;
+}
+
+/* One NOP through the polled ring; 0, or -1 if its completion is wrong. */
+static int polled_nop(struct zcx_raw_ep *p)
+{
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 5 };
+	struct zcx_cqe cqe;
+
+	zcx_raw_push(p, &sqe);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if ((*p->sq_flags & ZCX_SQ_NEED_WAKEUP) &&
+	    zcx_raw_enter(p, 0, ZCX_ENTER_SQ_WAKEUP, 0) < 0)
+		return -1;
+	while (!zcx_raw_pop(p, &cqe))
+		sched_yield();
+	return cqe.user_data == 5 && !cqe.res ? 0 : -1;
+}
+
+TEST_F_TIMEOUT(raw, polling_thread_says_when_it_shares_its_cpu, 120)
+{
+	long n = 2 * sysconf(_SC_NPROCESSORS_ONLN), i, started;
+	unsigned int ms, limit = 30000 * zcx_test_slowdown();
+	pthread_t *threads = calloc(n, sizeof(*threads));
+	struct timespec t0, t;
+	struct zcx_raw_ep p;
+	bool shared = false;
+
+	ASSERT_NE(NULL, threads);
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &p));
+	spinners_stop = false;
+	for (started = 0; started < n; started++)
+		if (pthread_create(&threads[started], NULL, spinner, NULL))
+			break;
+	EXPECT_EQ(n, started);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ASSERT_EQ(0, polled_nop(&p));
+		shared = *p.sq_flags & ZCX_SQ_CPU_SHARED;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+	} while (!shared && ms < limit);
+	spinners_stop = true;
+	for (i = 0; i < started; i++)
+		pthread_join(threads[i], NULL);
+	EXPECT_TRUE(shared) TH_LOG("no ZCX_SQ_CPU_SHARED in %u ms among %ld busy threads", ms, n);
+	/* Idle now: after poll_idle_us it sleeps, and says only that. */
+	for (ms = 0; ms < limit && *p.sq_flags != ZCX_SQ_NEED_WAKEUP; ms++)
+		usleep(1000);
+	EXPECT_EQ(ZCX_SQ_NEED_WAKEUP, *p.sq_flags);
+	ASSERT_EQ(0, polled_nop(&p));
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
+	free(threads);
+}
+
 /* Bad submissions fail in their completion, and the ring goes on. */
 TEST_F(raw, bad_submissions)
 {
