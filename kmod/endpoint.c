@@ -720,32 +720,21 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 		goto out;
 	}
 
-	if ((ep->flags & ZCX_EP_POLL) && (arg->flags & ZCX_ENTER_SQ_WAKEUP)) {
-		/*
-		 * The thread will run: no more doorbells until it sets the
-		 * flag again, before it next sleeps.
-		 */
-		WRITE_ONCE(ep->hdr->sq_flags, 0);
-		zcx_poller_kick(ctx);
-	}
-	/*
-	 * On a polled endpoint too, so that the caller need not wait for the
-	 * thread; but not behind it: holding the ring, it is taking them
-	 * (and may stall on a fault in the process's buffers).
-	 */
-	if (arg->to_submit) {
-		bool locked = true;
-
-		if (ep->flags & ZCX_EP_POLL)
-			locked = mutex_trylock(&ep->sq_mutex);
-		else
-			mutex_lock(&ep->sq_mutex);
-		if (locked) {
-			ret = zcx_sq_take(ep, arg->to_submit);
-			mutex_unlock(&ep->sq_mutex);
-			if (ret < 0)
-				goto out;
+	if (ep->flags & ZCX_EP_POLL) {
+		if (arg->flags & ZCX_ENTER_SQ_WAKEUP) {
+			/*
+			 * The thread will run: no more doorbells until it
+			 * sets the flag again, before it next sleeps.
+			 */
+			WRITE_ONCE(ep->hdr->sq_flags, 0);
+			zcx_poller_kick(ctx);
 		}
+	} else if (arg->to_submit) {
+		mutex_lock(&ep->sq_mutex);
+		ret = zcx_sq_take(ep, arg->to_submit);
+		mutex_unlock(&ep->sq_mutex);
+		if (ret < 0)
+			goto out;
 	}
 	if ((arg->flags & ZCX_ENTER_GETEVENTS) && arg->min_complete) {
 		int wret = wait_event_interruptible(ep->cq_wait,
@@ -779,20 +768,14 @@ void zcx_poller_kick(struct zcx_ctx *ctx)
 	wake_up(&ctx->poll_wait);
 }
 
-/* What a pass over the polled endpoints found. */
-#define ZCX_POLL_TOOK	BIT(0)	/* it took submissions */
-#define ZCX_POLL_HELD	BIT(1)	/* a ring was held by someone else */
-
 /*
- * One pass over the polled endpoints, publishing @flags in each; returns
- * ZCX_POLL_* bits.  The flags are stored only when they change: the line
- * is read by every spinning waiter.  A ring held by a caller of
- * ZCX_IOC_ENTER is passed over, not waited for: that caller may stall on
- * a fault in its buffers for as long as the process takes to resolve it.
+ * One pass over the polled endpoints, publishing @flags in each; true if
+ * it took anything.  The flags are stored only when they change: the
+ * line is read by every spinning waiter.
  */
-static unsigned int zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
+static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 {
-	unsigned int found = 0;
+	bool busy = false;
 	struct zcx_ep *ep;
 	u32 idx;
 
@@ -803,17 +786,14 @@ static unsigned int zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 		if (ep->flags & ZCX_EP_POLL) {
 			if (READ_ONCE(ep->hdr->sq_flags) != flags)
 				WRITE_ONCE(ep->hdr->sq_flags, flags);
-			if (mutex_trylock(&ep->sq_mutex)) {
-				if (zcx_sq_take(ep, ep->sq_entries) > 0)
-					found |= ZCX_POLL_TOOK;
-				mutex_unlock(&ep->sq_mutex);
-			} else {
-				found |= ZCX_POLL_HELD;
-			}
+			mutex_lock(&ep->sq_mutex);
+			if (zcx_sq_take(ep, ep->sq_entries) > 0)
+				busy = true;
+			mutex_unlock(&ep->sq_mutex);
 		}
 		zcx_ep_put(ep);
 	}
-	return found;
+	return busy;
 }
 
 static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
@@ -832,7 +812,7 @@ static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
 }
 
 /* A pass with the address space held; false if it is gone. */
-static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, unsigned int *found)
+static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, bool *busy)
 {
 	struct mem_cgroup *memcg, *old_memcg;
 
@@ -840,7 +820,7 @@ static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, unsigned int *found
 		return false;
 	memcg = get_mem_cgroup_from_mm(ctx->mm);
 	old_memcg = set_active_memcg(memcg);
-	*found = zcx_poll_pass(ctx, flags);
+	*busy = zcx_poll_pass(ctx, flags);
 	set_active_memcg(old_memcg);
 	mem_cgroup_put(memcg);
 	mmput(ctx->mm);
@@ -863,8 +843,7 @@ static int zcx_poller(void *data)
 	/* Settable at run time: taken anew each time we go idle. */
 	u64 idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 	u64 idle_until = ktime_get_ns() + idle_ns;
-	unsigned int found = 0;
-	bool alive = true;
+	bool alive = true, busy;
 
 	/* The context's mmgrab() keeps the mm_struct for our use. */
 	kthread_use_mm(ctx->mm);
@@ -873,14 +852,13 @@ static int zcx_poller(void *data)
 		bool shared = !single_task_running();
 
 		WRITE_ONCE(ctx->poll_kick, false);
-		alive = alive && zcx_poll_pass_mm(ctx, shared ? ZCX_SQ_CPU_SHARED : 0, &found);
-		if (alive && (found & ZCX_POLL_TOOK)) {
+		alive = alive && zcx_poll_pass_mm(ctx, shared ? ZCX_SQ_CPU_SHARED : 0, &busy);
+		if (alive && busy) {
 			idle_until = ktime_get_ns() + idle_ns;
 			cond_resched();
 			continue;
 		}
-		/* A held ring may have entries its holder did not see: no sleep. */
-		if (alive && ((found & ZCX_POLL_HELD) || ktime_get_ns() < idle_until)) {
+		if (alive && ktime_get_ns() < idle_until) {
 			/*
 			 * Idle, and others want this CPU: let them run now
 			 * rather than at the next tick, they are what we wait
@@ -899,7 +877,7 @@ static int zcx_poller(void *data)
 		 * ours) and kicks us, so the kick check below cannot miss it.
 		 */
 		smp_mb();
-		if (!(alive && zcx_poll_pass_mm(ctx, ZCX_SQ_NEED_WAKEUP, &found) && found))
+		if (!(alive && zcx_poll_pass_mm(ctx, ZCX_SQ_NEED_WAKEUP, &busy) && busy))
 			zcx_poll_sleep(ctx);
 		zcx_poll_set_flags(ctx, 0);
 		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;

@@ -10,9 +10,7 @@
  *				their connections and barrier memberships,
  *				the polling thread;
  *   zcx_ep.sq_mutex	whoever takes submissions from an endpoint's SQ
- *				(ZCX_IOC_ENTER or the polling thread; on a
- *				polled endpoint each only tries it, so that
- *				neither waits for the other's faults);
+ *				(ZCX_IOC_ENTER or the polling thread);
  *   zcx_ep.match_mutex	a receiving endpoint's queues of posted receives
  *				and unexpected messages, and its @dead flag.
  *				Senders take their peer's; nobody holds two;

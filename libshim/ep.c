@@ -231,39 +231,18 @@ static unsigned int zcx_reap_locked(struct zcx_ep *ep)
 	return n;
 }
 
-/* Entries published that the module has not taken yet. */
-static uint32_t zcx_sq_pending(const struct zcx_ep *ep)
-{
-	return *ep->sq_tail - __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE);
-}
-
-/* Whether @ep's polling thread said that others wait for its CPU. */
-static bool zcx_poller_shares_cpu(const struct zcx_ep *ep)
-{
-	return (ep->flags & ZCX_EP_POLL) &&
-	       (__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_CPU_SHARED);
-}
-
 /* Hand the kernel what was published: the doorbell.  ep->lock held. */
 static int zcx_ring_doorbell_locked(struct zcx_ep *ep)
 {
-	uint32_t pending;
 	int ret;
 
 	if (ep->flags & ZCX_EP_POLL) {
 		/* Tail before flags: pairs with the polling thread's barrier. */
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (!(__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP))
+		if (!(__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP) ||
+		    *ep->sq_tail == __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE))
 			return 0;
-		pending = zcx_sq_pending(ep);
-		if (!pending)
-			return 0;
-		/*
-		 * Asleep: wake it, and take the entries in this call rather
-		 * than wait for it (a module without ZCX_FEATURE_SQ_CPU_SHARED
-		 * leaves them to the thread).
-		 */
-		ret = zcx_enter(ep, ZCX_ENTER_SQ_WAKEUP, pending, 0);
+		ret = zcx_enter(ep, ZCX_ENTER_SQ_WAKEUP, 0, 0);
 		return ret < 0 ? ret : 0;
 	}
 	while (ep->unsubmitted) {
@@ -412,7 +391,8 @@ static bool zcx_poller_may_wait(const struct zcx_ep *ep)
 {
 	if (!(ep->flags & ZCX_EP_POLL))
 		return false;
-	return !(ep->zcx->features & ZCX_FEATURE_SQ_CPU_SHARED) || zcx_poller_shares_cpu(ep);
+	return !(ep->zcx->features & ZCX_FEATURE_SQ_CPU_SHARED) ||
+	       (__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_CPU_SHARED);
 }
 
 static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req);
@@ -540,22 +520,6 @@ static bool zcx_cq_pending(const struct zcx_ep *ep)
 }
 
 /*
- * About to wait on a polled endpoint whose thread shares its CPU (it may
- * take a while to come round): take what it has not taken yet ourselves,
- * one system call for them all.  ep->lock held.
- */
-static int zcx_take_pending_locked(struct zcx_ep *ep)
-{
-	uint32_t pending = zcx_sq_pending(ep);
-	int ret;
-
-	if (!pending || !zcx_poller_shares_cpu(ep))
-		return 0;
-	ret = zcx_enter(ep, 0, pending, 0);
-	return ret < 0 ? ret : 0;
-}
-
-/*
  * Wait until @req completed or, without @req, until some completion was
  * reaped: spin on the CQ first, then sleep in the kernel.
  */
@@ -566,10 +530,9 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 	int ret;
 
 	/* Receives riding the next doorbell must reach the module first. */
-	if (__atomic_load_n(&ep->unsubmitted, __ATOMIC_RELAXED) || zcx_poller_shares_cpu(ep)) {
+	if (__atomic_load_n(&ep->unsubmitted, __ATOMIC_RELAXED)) {
 		pthread_mutex_lock(&ep->lock);
-		ret = ep->flags & ZCX_EP_POLL ? zcx_take_pending_locked(ep) :
-						zcx_ring_doorbell_locked(ep);
+		ret = zcx_ring_doorbell_locked(ep);
 		zcx_unlock(ep);
 		if (ret && ret != -EBUSY)
 			return ret;

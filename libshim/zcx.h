@@ -166,11 +166,11 @@ uint64_t zcx_events_head(const struct zcx *zcx);
  * With ZCX_EP_POLL a kernel thread takes submissions, so a busy endpoint
  * sends and completes with no system call at all; an idle thread sleeps
  * and the library rings the doorbell when the module asks for it.  While
- * the kernel thread shares its CPU with other runnable threads (more
- * threads than CPUs; the module says so: ZCX_SQ_CPU_SHARED), a wait
- * first submits what the thread has not taken yet (one system call), and
- * calls sched_yield() every 256 polls, so that polling threads get a CPU.
- * With a CPU per thread, waiting makes no system call.
+ * it waits on a polled endpoint whose kernel thread shares its CPU with
+ * other runnable threads (the module says so: ZCX_SQ_CPU_SHARED), the
+ * library calls sched_yield() every 256 polls, so that polling threads
+ * get a CPU on a node with more threads than CPUs.  With a CPU per
+ * thread, waiting makes no system call.
  *
  * Waiting spins on the completion ring before sleeping in the module:
  * ZCX_SPIN (environment) sets the number of polls (default 20000, 200000

@@ -477,36 +477,6 @@ TEST_F(raw, ep_create_and_nop)
 }
 
 /*
- * ZCX_IOC_ENTER takes the submissions of a polled endpoint too: with the
- * polling thread asleep (NEED_WAKEUP) and not woken, a NOP entered with
- * to_submit completes in that very call, and the thread stays asleep.
- */
-TEST_F(raw, polled_enter_takes_submissions)
-{
-	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 99 };
-	struct zcx_raw_ep p;
-	struct zcx_cqe cqe;
-	int ms;
-
-	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &p));
-	/* It sleeps after poll_idle_us (2 ms by default) without work. */
-	for (ms = 0; ms < 10000 * (int)zcx_test_slowdown(); ms++) {
-		if (__atomic_load_n(p.sq_flags, __ATOMIC_ACQUIRE) & ZCX_SQ_NEED_WAKEUP)
-			break;
-		usleep(1000);
-	}
-	ASSERT_NE(0, *p.sq_flags & ZCX_SQ_NEED_WAKEUP);
-	zcx_raw_push(&p, &sqe);
-	EXPECT_EQ(1, zcx_raw_enter(&p, 1, 0, 0));
-	ASSERT_EQ(1, zcx_raw_pop(&p, &cqe));
-	EXPECT_EQ(99, cqe.user_data);
-	EXPECT_EQ(0, cqe.res);
-	EXPECT_EQ(*p.sq_tail, __atomic_load_n(p.sq_head, __ATOMIC_ACQUIRE));
-	EXPECT_NE(0, *p.sq_flags & ZCX_SQ_NEED_WAKEUP);
-	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
-}
-
-/*
  * The polling thread says when others wait for its CPU: with twice as
  * many busy threads as CPUs, ZCX_SQ_CPU_SHARED shows in sq_flags while it
  * takes NOPs; with them gone and no more work, it goes to sleep with

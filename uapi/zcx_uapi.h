@@ -43,7 +43,7 @@
 #define ZCX_FEATURE_MR_CACHE	(1ULL << 0)	/* regions, status area, events */
 #define ZCX_FEATURE_MONITOR	(1ULL << 1)	/* ZCX_IOC_MON_ADD */
 #define ZCX_FEATURE_TRANSPORT	(1ULL << 2)	/* endpoints, rings, transfers */
-#define ZCX_FEATURE_SQ_CPU_SHARED (1ULL << 3)	/* ZCX_SQ_CPU_SHARED, polled to_submit */
+#define ZCX_FEATURE_SQ_CPU_SHARED (1ULL << 3)	/* sq_flags ZCX_SQ_CPU_SHARED */
 #define ZCX_FEATURES_KNOWN	(ZCX_FEATURE_MR_CACHE | ZCX_FEATURE_MONITOR | \
 				 ZCX_FEATURE_TRANSPORT | ZCX_FEATURE_SQ_CPU_SHARED)
 
@@ -468,13 +468,10 @@ struct zcx_ring_offsets {
 #define ZCX_SQ_NEED_WAKEUP	(1U << 0)
 /*
  * sq_flags: the polling thread shares its CPU with other runnable threads
- * (more threads than CPUs), so it may take a while to come round.  A
- * thread about to wait for submissions the thread has not taken yet can
- * take them itself (ZCX_IOC_ENTER with to_submit), and one spinning on the
- * completion ring should give up its CPU now and then (sched_yield()):
- * the polling thread may be waiting for it.  Clear, neither needs a
- * system call.  A hint, refreshed as the thread polls
- * (ZCX_FEATURE_SQ_CPU_SHARED).
+ * (more threads than CPUs).  A thread spinning on the completion ring
+ * should then give up its CPU now and then (sched_yield()): the polling
+ * thread may be waiting for it.  Clear, the spin needs no system call.
+ * A hint, refreshed as the thread polls (ZCX_FEATURE_SQ_CPU_SHARED).
  */
 #define ZCX_SQ_CPU_SHARED	(1U << 1)
 
@@ -590,11 +587,8 @@ struct zcx_ep_connect {
  * struct zcx_enter - ZCX_IOC_ENTER: the doorbell.
  * @ep:		in: the endpoint.
  * @flags:	in: ZCX_ENTER_*.
- * @to_submit:	in: take at most this many submissions.  On a ZCX_EP_POLL
- *		endpoint the polling thread takes them too, whichever comes
- *		first; a caller that would wait for the thread (asleep, or
- *		sharing its CPU) may take them itself
- *		(ZCX_FEATURE_SQ_CPU_SHARED; older modules ignore it there).
+ * @to_submit:	in: take at most this many submissions (the polling thread
+ *		takes them itself on a ZCX_EP_POLL endpoint).
  * @min_complete: in: with ZCX_ENTER_GETEVENTS, sleep until the CQ holds at
  *		least this many unread completions (at most cq_entries).
  * @reserved:	in: must be zero.
