@@ -482,12 +482,12 @@ TEST_F(raw, ep_create_and_nop)
  * takes NOPs; with them gone and no more work, it goes to sleep with
  * ZCX_SQ_NEED_WAKEUP alone.
  */
-static volatile bool spinners_stop;
+static bool spinners_stop;
 
 static void *spinner(void *arg)
 {
 	(void)arg;
-	while (!spinners_stop)
+	while (!__atomic_load_n(&spinners_stop, __ATOMIC_RELAXED))
 		;
 	return NULL;
 }
@@ -500,7 +500,7 @@ static int polled_nop(struct zcx_raw_ep *p)
 
 	zcx_raw_push(p, &sqe);
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if ((*p->sq_flags & ZCX_SQ_NEED_WAKEUP) &&
+	if ((__atomic_load_n(p->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP) &&
 	    zcx_raw_enter(p, 0, ZCX_ENTER_SQ_WAKEUP, 0) < 0)
 		return -1;
 	while (!zcx_raw_pop(p, &cqe))
@@ -519,7 +519,7 @@ TEST_F_TIMEOUT(raw, polling_thread_says_when_it_shares_its_cpu, 120)
 
 	ASSERT_NE(NULL, threads);
 	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &p));
-	spinners_stop = false;
+	__atomic_store_n(&spinners_stop, false, __ATOMIC_RELAXED);
 	for (started = 0; started < n; started++)
 		if (pthread_create(&threads[started], NULL, spinner, NULL))
 			break;
@@ -527,16 +527,17 @@ TEST_F_TIMEOUT(raw, polling_thread_says_when_it_shares_its_cpu, 120)
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	do {
 		ASSERT_EQ(0, polled_nop(&p));
-		shared = *p.sq_flags & ZCX_SQ_CPU_SHARED;
+		shared = __atomic_load_n(p.sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_CPU_SHARED;
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
 	} while (!shared && ms < limit);
-	spinners_stop = true;
+	__atomic_store_n(&spinners_stop, true, __ATOMIC_RELAXED);
 	for (i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
 	EXPECT_TRUE(shared) TH_LOG("no ZCX_SQ_CPU_SHARED in %u ms among %ld busy threads", ms, n);
 	/* Idle now: after poll_idle_us it sleeps, and says only that. */
-	for (ms = 0; ms < limit && *p.sq_flags != ZCX_SQ_NEED_WAKEUP; ms++)
+	for (ms = 0; ms < limit &&
+	     __atomic_load_n(p.sq_flags, __ATOMIC_RELAXED) != ZCX_SQ_NEED_WAKEUP; ms++)
 		usleep(1000);
 	EXPECT_EQ(ZCX_SQ_NEED_WAKEUP, *p.sq_flags);
 	ASSERT_EQ(0, polled_nop(&p));
