@@ -416,6 +416,43 @@ TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
 	EXPECT_EQ(50, zcx_test_read_number(KEEPALIVE_MS));
 }
 
+/*
+ * keepalive_ms set to 0 cancels the checks already armed: connected with
+ * it at 0, the connections are given 2 s (from the write, none can fire
+ * sooner), then 0 at once.  Over 3 s, beyond the 2 s, they send nothing.
+ */
+#define KEEPALIVE_ARMED_MS	2000
+#define KEEPALIVE_WATCH_MS	(KEEPALIVE_ARMED_MS + 1000)
+
+static int net_keepalive_cancel(struct xside *s, void *arg)
+{
+	long long before, now;
+	char armed[16];
+	uint64_t v = 1;
+
+	(void)arg;
+	snprintf(armed, sizeof(armed), "%d", KEEPALIVE_ARMED_MS);
+	if (zcx_send(s->ep, s->peer, &v, sizeof(v), 1) ||
+	    zcx_recv(s->ep, &v, sizeof(v), 2, UINT64_MAX, NULL) != sizeof(v))
+		return 1;
+	if (write_keepalive_ms(armed) || write_keepalive_ms("0"))
+		return 1;
+	before = rxe_sent_packets();
+	usleep(KEEPALIVE_WATCH_MS * 1000);
+	now = rxe_sent_packets();
+	if (before < 0 || now != before)
+		fprintf(stderr, "# %lld packets when keepalive_ms went 0, %lld %d ms later\n",
+			before, now, KEEPALIVE_WATCH_MS);
+	return xsend_u64(s, 1) || before < 0 || now != before;
+}
+
+TEST_F_TIMEOUT(net, keepalive_ms_0_cancels_armed_checks, 300)
+{
+	ASSERT_EQ(0, write_keepalive_ms("0"));
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_cancel, net_keepalive_echo, NULL));
+	EXPECT_EQ(0, zcx_test_read_number(KEEPALIVE_MS));
+}
+
 /* A receive posted before the message comes: the message goes straight in. */
 static int net_send_after_go(struct xside *s, void *arg)
 {

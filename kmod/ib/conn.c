@@ -312,20 +312,22 @@ void zcx_ib_device_gone(struct ib_device *ibdev)
 
 /*
  * keepalive_ms was written: each live connection checks its peer that long
- * from now (from 0, it starts checking).  Under conn->lock, under which the
- * teardown marks a connection dead before it cancels the check.
+ * from now (from 0, it starts checking), or, set to 0, no more.  A check
+ * already running sends its packet and does not re-arm.  Under conn->lock,
+ * under which the teardown marks a connection dead before it cancels the
+ * check.
  */
 void zcx_ib_keepalive_rearm_all(void)
 {
 	unsigned int ms = READ_ONCE(zcx_ib_keepalive_ms);
 	struct zcx_ib_conn *conn;
 
-	if (!ms)
-		return;
 	mutex_lock(&zcx_ib_conns_mutex);
 	list_for_each_entry(conn, &zcx_ib_conns, list) {
 		spin_lock(&conn->lock);
-		if (conn->state == ZCX_IB_LIVE)
+		if (!ms)
+			cancel_delayed_work(&conn->keepalive);
+		else if (conn->state == ZCX_IB_LIVE)
 			mod_delayed_work(system_wq, &conn->keepalive, msecs_to_jiffies(ms));
 		spin_unlock(&conn->lock);
 	}
@@ -487,8 +489,8 @@ static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		spin_lock(&conn->lock);
 		if (conn->state == ZCX_IB_CONNECTING)
 			conn->state = ZCX_IB_LIVE;
-		spin_unlock(&conn->lock);
 		zcx_ib_keepalive_arm(conn);
+		spin_unlock(&conn->lock);
 		if (!conn->passive)
 			zcx_ib_connect_done(conn, 0);
 		break;

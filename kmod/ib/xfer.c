@@ -528,11 +528,11 @@ static void zcx_ib_keepalive_work(struct work_struct *work)
 			broken = true;
 		}
 	}
+	if (!broken)
+		zcx_ib_keepalive_arm(conn);
 	spin_unlock(&conn->lock);
 	if (broken)
 		zcx_ib_conn_schedule_kill(conn);
-	else
-		zcx_ib_keepalive_arm(conn);
 }
 
 void zcx_ib_keepalive_init(struct zcx_ib_conn *conn)
@@ -541,12 +541,17 @@ void zcx_ib_keepalive_init(struct zcx_ib_conn *conn)
 	conn->keepalive_cqe.done = zcx_ib_keepalive_done;
 }
 
-/* Check @conn's peer in keepalive_ms; the teardown cancels it. */
+/*
+ * Check @conn's peer in keepalive_ms; the teardown cancels it.  Under
+ * conn->lock, so that a check armed with the period of before a write of
+ * keepalive_ms is one the write's zcx_ib_keepalive_rearm_all() sees.
+ */
 void zcx_ib_keepalive_arm(struct zcx_ib_conn *conn)
 {
 	unsigned int ms = READ_ONCE(zcx_ib_keepalive_ms);
 
-	if (ms && READ_ONCE(conn->state) == ZCX_IB_LIVE)
+	lockdep_assert_held(&conn->lock);
+	if (ms && conn->state == ZCX_IB_LIVE)
 		queue_delayed_work(system_wq, &conn->keepalive, msecs_to_jiffies(ms));
 }
 
