@@ -94,8 +94,12 @@ int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page
 			return -ENOMEM;
 		reg->mr[reg->nmr++] = mr;
 		ib_update_fast_reg_key(mr, ib_inc_rkey(mr->rkey));
-		/* As much as fits, the rest of a partly mapped entry next. */
-		n = ib_map_mr_sg(mr, sg, nents, &sg_offset, PAGE_SIZE);
+		/*
+		 * As much as fits, the rest of a partly mapped entry next.
+		 * No more entries than the MR has pages: some devices (siw)
+		 * refuse a list longer than that instead of mapping part.
+		 */
+		n = ib_map_mr_sg(mr, sg, min_t(int, nents, conn->mr_pages), &sg_offset, PAGE_SIZE);
 		if (n < 0 || !mr->length)
 			return n < 0 ? n : -EINVAL;
 		/*
