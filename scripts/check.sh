@@ -10,7 +10,9 @@
 # kernel), builds programs against the installed library, boots each
 # kernel in QEMU with the DKMS module loaded and runs the selftests and
 # those programs there, and two guests of the newest kernel joined by a
-# network (scripts/vm-twonode.sh).  Prints one line per step, the
+# network (scripts/vm-twonode.sh), and the network cases of the newest
+# kernel once more over Soft-iWARP (scripts/siw-build.sh builds siw.ko,
+# which Debian leaves out).  Prints one line per step, the
 # failures, and finally "N passed, N failed, N skipped", counting every
 # host step and every selftest case of every kernel.  Exits non-zero on
 # any failure.
@@ -256,6 +258,20 @@ if step build-twonode make -C "$top" zcx_twonode; then
 	step "vm-twonode-$twonode_kver" scripts/vm-twonode.sh --kernel "$twonode_kver" \
 		"${twonode_mode[@]}" --out "$twonode_out"
 	count_tap "twonode-$twonode_kver" "$twonode_out"/tap/*.tap
+fi
+
+# iWARP: zcx_ib's cases once more, over Soft-iWARP (built here: Debian's
+# kernels have none), in a guest of the newest kernel loading its module
+# as that kernel's lane did; only a 6.12 one, the version of the sources.
+siw_kver=${kernels[-1]}
+siw_dir=$top/build/siw-$siw_kver
+if [[ $siw_kver == 6.12.* ]] &&
+	step "build-siw-$siw_kver" scripts/siw-build.sh "$siw_kver" "/lib/modules/$siw_kver/build" "$siw_dir"; then
+	cmd="modprobe -a \$(modinfo -F depends '$siw_dir/siw.ko' | tr , ' ') &&"
+	cmd+=" insmod '$siw_dir/siw.ko' &&"
+	cmd+=" env ZCX_KO='$ko' ZCX_NET_ONLY=1 ZCX_TEST_RDMA=siw"
+	cmd+=" selftests/run_tests.sh build/selftests '$top/build/vm/check-siw-$siw_kver/tap'"
+	vm_lane "siw-$siw_kver" "$cmd" --kernel "$siw_kver" "${mode[@]}"
 fi
 
 if [ $debug_lane = 1 ]; then

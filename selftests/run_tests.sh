@@ -10,6 +10,10 @@
 # ZCX_CLAIM_DIR=DIR (an existing directory every guest of a run shares):
 # several guests split the programs between them, each running those it
 # claims first; check.sh's debug lane runs two such guests side by side.
+#
+# ZCX_NET_ONLY=1: only the cases that go through zcx_ib (the programs'
+# network variants), for a run over another kind of RDMA device
+# (ZCX_TEST_RDMA=siw, selftests/zcx_net.h).
 set -uo pipefail
 
 bindir=${1:?usage: run_tests.sh BINDIR TAPDIR}
@@ -43,19 +47,36 @@ if [ "$(id -u)" = 0 ] && [ ! -e /sys/kernel/tracing/trace ]; then
 	mount -t tracefs tracefs /sys/kernel/tracing 2>/dev/null || true
 fi
 
-status=0
+# The arguments that select a program's network cases; none: it has none.
+net_cases() {
+	case $1 in
+	zcx_ib_test) echo ;;
+	zcx_xfer_test) echo -v net -v net_poll ;;
+	zcx_fault_test | zcx_remap_test) echo -v net ;;
+	zcx_barrier_test) echo -v net_n2 -v net_n3 ;;
+	*) return 1 ;;
+	esac
+}
+
+status=0 ran=0
 # Compiled programs, then the scripts (kselftest's TEST_PROGS).
 for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 	[ -x "$prog" ] || continue
 	name=$(basename "$prog")
+	args=()
+	if [ "${ZCX_NET_ONLY:-}" = 1 ]; then
+		cases=$(net_cases "$name") || continue
+		read -ra args <<< "$cases"
+	fi
 	# Guests sharing the work: a program is run by whichever claims it
 	# first (mkdir on the shared tree is atomic).
 	if [ -n "${ZCX_CLAIM_DIR:-}" ] && ! mkdir "$ZCX_CLAIM_DIR/$name" 2>/dev/null; then
 		continue
 	fi
 	echo "# running $name"
+	ran=$((ran + 1))
 	start=$SECONDS
-	timeout --kill-after=10 "$timeout" "$prog" > "$tapdir/$name.tap" 2>&1
+	timeout --kill-after=10 "$timeout" "$prog" "${args[@]}" > "$tapdir/$name.tap" 2>&1
 	rc=$?
 	cat "$tapdir/$name.tap"
 	# What each program costs, for sizing the slow (debug-kernel) lane.
@@ -70,4 +91,9 @@ for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 		fi
 	fi
 done
+# A guest that claimed nothing shares its work; alone, running none is wrong.
+if [ $ran -eq 0 ] && [ -z "${ZCX_CLAIM_DIR:-}" ]; then
+	echo "not ok 0 run_tests.no-program-ran"
+	status=1
+fi
 exit $status

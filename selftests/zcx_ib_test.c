@@ -180,7 +180,7 @@ TEST_F_TIMEOUT(ib, follows_devices_added_renamed_and_removed, 300)
 	ASSERT_EQ(0, run("ip link add " VETH " type veth peer name " VETH_PEER));
 
 	/* Added while loaded: listed once "rdma link add" returns. */
-	ASSERT_EQ(0, run("rdma link add " RXE " type rxe netdev " VETH));
+	ASSERT_EQ(0, run("rdma link add " RXE " type %s netdev " VETH, zcx_net_rdma_type()));
 	ASSERT_EQ(0, list_devices(&d));
 	EXPECT_EQ(before + 1, d.count);
 	m = find_device(&d, RXE);
@@ -202,7 +202,7 @@ TEST_F_TIMEOUT(ib, follows_devices_added_renamed_and_removed, 300)
 	EXPECT_EQ(NULL, find_device(&d, RXE_RENAMED));
 
 	/* Removed with its netdev; added again, it gets a new id. */
-	ASSERT_EQ(0, run("rdma link add " RXE " type rxe netdev " VETH));
+	ASSERT_EQ(0, run("rdma link add " RXE " type %s netdev " VETH, zcx_net_rdma_type()));
 	ASSERT_EQ(0, list_devices(&d));
 	m = find_device(&d, RXE);
 	ASSERT_NE(NULL, m);
@@ -224,7 +224,7 @@ TEST_F_TIMEOUT(ib, unloads_with_a_device_present, 300)
 	struct devices d;
 
 	ASSERT_EQ(0, run("ip link add " VETH " type veth peer name " VETH_PEER));
-	ASSERT_EQ(0, run("rdma link add " RXE " type rxe netdev " VETH));
+	ASSERT_EQ(0, run("rdma link add " RXE " type %s netdev " VETH, zcx_net_rdma_type()));
 	ASSERT_EQ(0, load_backend());
 	ASSERT_EQ(0, list_devices(&d));
 	EXPECT_NE(NULL, find_device(&d, RXE));
@@ -335,17 +335,23 @@ static int net_recv_all(struct xside *s, void *arg)
 	return 0;
 }
 
-/* Packets the Soft-RoCE device sent: proof the messages took the network. */
+/*
+ * Packets the Soft-RoCE device sent: proof the messages took the network;
+ * negative if the device counts none (Soft-iWARP).
+ */
 static long long rxe_sent_packets(void)
 {
 	return zcx_test_read_number("/sys/class/infiniband/" RXE "/ports/1/hw_counters/sent_pkts");
 }
 
+#define NO_PACKET_COUNT	"the RDMA device counts no packets (not Soft-RoCE)"
+
 TEST_F_TIMEOUT(net, messages_cross_the_network, 300)
 {
 	long long before = rxe_sent_packets();
 
-	ASSERT_LE(0, before);
+	if (before < 0)
+		SKIP(return, NO_PACKET_COUNT);
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_send_all, net_recv_all, NULL));
 	EXPECT_LE(before + NET_MSGS, rxe_sent_packets());
 }
@@ -410,6 +416,8 @@ static int net_keepalive_echo(struct xside *s, void *arg)
 
 TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
 {
+	if (rxe_sent_packets() < 0)
+		SKIP(return, NO_PACKET_COUNT);
 	EXPECT_EQ(10000, zcx_test_read_number(KEEPALIVE_MS));
 	ASSERT_EQ(0, write_keepalive_ms("0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_start, net_keepalive_echo, NULL));
@@ -448,6 +456,8 @@ static int net_keepalive_cancel(struct xside *s, void *arg)
 
 TEST_F_TIMEOUT(net, keepalive_ms_0_cancels_armed_checks, 300)
 {
+	if (rxe_sent_packets() < 0)
+		SKIP(return, NO_PACKET_COUNT);
 	ASSERT_EQ(0, write_keepalive_ms("0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_cancel, net_keepalive_echo, NULL));
 	EXPECT_EQ(0, zcx_test_read_number(KEEPALIVE_MS));

@@ -6,7 +6,8 @@
  * that their messages take the RDMA queue pairs though both processes are
  * here.  zcx_net_down() checks that nothing holds zcx_ib any more, unloads
  * it and removes the devices.  Needs root, iproute2's "ip" and "rdma",
- * veth and rdma_rxe (modules or built in).
+ * veth and rdma_rxe (modules or built in); with ZCX_TEST_RDMA=siw the
+ * device is a Soft-iWARP one instead (siw loaded).
  */
 #ifndef ZCX_NET_H
 #define ZCX_NET_H
@@ -29,6 +30,17 @@
 #define RXE_RENAMED	"zcxib1"
 #define NET_IP		"10.77.0.1"
 #define NET_PORT	7471
+
+/*
+ * The kind of software RDMA device: rxe (Soft-RoCE), or siw (Soft-iWARP)
+ * when ZCX_TEST_RDMA=siw.
+ */
+static inline const char *zcx_net_rdma_type(void)
+{
+	const char *type = getenv("ZCX_TEST_RDMA");
+
+	return type && *type ? type : "rxe";
+}
 
 /* Run a shell command quietly; its exit status. */
 static inline int run(const char *fmt, ...)
@@ -148,7 +160,7 @@ static inline const char *zcx_net_up(void)
 		return "ip addr add";
 	if (run("ip link set " VETH " up && ip link set " VETH_PEER " up"))
 		return "ip link set up";
-	if (run("rdma link add " RXE " type rxe netdev " VETH))
+	if (run("rdma link add " RXE " type %s netdev " VETH, zcx_net_rdma_type()))
 		return "rdma link add";
 	if (!rxe_port_active())
 		return "the Soft-RoCE port did not become ACTIVE in 10 s";
