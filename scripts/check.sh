@@ -246,6 +246,8 @@ for kver in "${kernels[@]}"; do
 		cmd+=" || rc=1; exit \$rc"
 	fi
 	vm_lane "$kver" "$cmd" --kernel "$kver" "${mode[@]}"
+	# How the lane of the newest kernel loaded zcx, for the iWARP lane.
+	lane_kver=$kver lane_ko=$ko lane_mode=("${mode[@]}")
 done
 
 # Two nodes: two guests of the newest kernel joined by a network, each with
@@ -265,13 +267,13 @@ fi
 # as that kernel's lane did; only a 6.12 one, the version of the sources.
 siw_kver=${kernels[-1]}
 siw_dir=$top/build/siw-$siw_kver
-if [[ $siw_kver == 6.12.* ]] &&
+if [[ $siw_kver == 6.12.* ]] && [ "${lane_kver:-}" = "$siw_kver" ] &&
 	step "build-siw-$siw_kver" scripts/siw-build.sh "$siw_kver" "/lib/modules/$siw_kver/build" "$siw_dir"; then
 	cmd="modprobe -a \$(modinfo -F depends '$siw_dir/siw.ko' | tr , ' ') &&"
 	cmd+=" insmod '$siw_dir/siw.ko' &&"
-	cmd+=" env ZCX_KO='$ko' ZCX_NET_ONLY=1 ZCX_TEST_RDMA=siw"
+	cmd+=" env ZCX_KO='$lane_ko' ZCX_NET_ONLY=1 ZCX_TEST_RDMA=siw"
 	cmd+=" selftests/run_tests.sh build/selftests '$top/build/vm/check-siw-$siw_kver/tap'"
-	vm_lane "siw-$siw_kver" "$cmd" --kernel "$siw_kver" "${mode[@]}"
+	vm_lane "siw-$siw_kver" "$cmd" --kernel "$siw_kver" "${lane_mode[@]}"
 fi
 
 if [ $debug_lane = 1 ]; then

@@ -51,8 +51,7 @@ fi
 net_cases() {
 	case $1 in
 	zcx_ib_test) echo ;;
-	zcx_xfer_test) echo -v net -v net_poll ;;
-	zcx_fault_test | zcx_remap_test) echo -v net ;;
+	zcx_xfer_test | zcx_fault_test | zcx_remap_test) echo -v net ;;
 	zcx_barrier_test) echo -v net_n2 -v net_n3 ;;
 	*) return 1 ;;
 	esac

@@ -426,31 +426,35 @@ TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
 
 /*
  * keepalive_ms set to 0 cancels the checks already armed: connected with
- * it at 0, the connections are given 2 s (from the write, none can fire
- * sooner), then 0 at once.  Over 3 s, beyond the 2 s, they send nothing.
+ * it at 0, the connections are given ARMED ms (from the write, none can
+ * fire sooner), then 0 at once.  From SETTLE ms after (the acknowledgement
+ * of the last message may still be on its way: it has no completion to
+ * wait for) to past the ARMED ms, they send nothing.
  */
 #define KEEPALIVE_ARMED_MS	2000
-#define KEEPALIVE_WATCH_MS	(KEEPALIVE_ARMED_MS + 1000)
+#define KEEPALIVE_SETTLE_MS	500
 
 static int net_keepalive_cancel(struct xside *s, void *arg)
 {
+	unsigned int armed_ms = KEEPALIVE_ARMED_MS * zcx_test_slowdown();
 	long long before, now;
 	char armed[16];
 	uint64_t v = 1;
 
 	(void)arg;
-	snprintf(armed, sizeof(armed), "%d", KEEPALIVE_ARMED_MS);
+	snprintf(armed, sizeof(armed), "%u", armed_ms);
 	if (zcx_send(s->ep, s->peer, &v, sizeof(v), 1) ||
 	    zcx_recv(s->ep, &v, sizeof(v), 2, UINT64_MAX, NULL) != sizeof(v))
 		return 1;
 	if (write_keepalive_ms(armed) || write_keepalive_ms("0"))
 		return 1;
+	usleep(KEEPALIVE_SETTLE_MS * 1000);
 	before = rxe_sent_packets();
-	usleep(KEEPALIVE_WATCH_MS * 1000);
+	usleep((armed_ms + 1000 - KEEPALIVE_SETTLE_MS) * 1000);
 	now = rxe_sent_packets();
 	if (before < 0 || now != before)
-		fprintf(stderr, "# %lld packets when keepalive_ms went 0, %lld %d ms later\n",
-			before, now, KEEPALIVE_WATCH_MS);
+		fprintf(stderr, "# %lld packets %d ms after keepalive_ms went 0, %lld %u ms later\n",
+			before, KEEPALIVE_SETTLE_MS, now, armed_ms + 1000 - KEEPALIVE_SETTLE_MS);
 	return xsend_u64(s, 1) || before < 0 || now != before;
 }
 

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * zcx_net.h - the selftests' network between two processes of this node:
- * a Soft-RoCE device on a veth with an address, and zcx_ib.ko listening
- * there (zcx_net_up()); endpoints then connect with ZCX_CONNECT_NET, so
- * that their messages take the RDMA queue pairs though both processes are
- * here.  zcx_net_down() checks that nothing holds zcx_ib any more, unloads
- * it and removes the devices.  Needs root, iproute2's "ip" and "rdma",
- * veth and rdma_rxe (modules or built in); with ZCX_TEST_RDMA=siw the
- * device is a Soft-iWARP one instead (siw loaded).
+ * a Soft-RoCE (or Soft-iWARP) device on a veth with an address, and
+ * zcx_ib.ko listening there (zcx_net_up()); endpoints then connect with
+ * ZCX_CONNECT_NET, so that their messages take the RDMA queue pairs
+ * though both processes are here.  zcx_net_down() checks that nothing
+ * holds zcx_ib any more, unloads it and removes the devices.  Needs root,
+ * iproute2's "ip" and "rdma", veth and rdma_rxe (modules or built in);
+ * with ZCX_TEST_RDMA=siw the device is a Soft-iWARP one instead (siw
+ * loaded).
  */
 #ifndef ZCX_NET_H
 #define ZCX_NET_H
@@ -163,7 +164,7 @@ static inline const char *zcx_net_up(void)
 	if (run("rdma link add " RXE " type %s netdev " VETH, zcx_net_rdma_type()))
 		return "rdma link add";
 	if (!rxe_port_active())
-		return "the Soft-RoCE port did not become ACTIVE in 10 s";
+		return "the RDMA device's port did not become ACTIVE in 10 s";
 	if (load_backend_with("listen=" NET_IP))
 		return "loading zcx_ib listen=" NET_IP;
 	return NULL;
