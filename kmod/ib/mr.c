@@ -4,7 +4,8 @@
  *
  * A rendezvous message's pages (the sender's, for the peer to read, or
  * the receiver's, to read into) are mapped for the device and registered
- * in as many MRs as it takes, each mapping up to conn->mr_pages pages;
+ * in as many MRs as it takes, each mapping up to conn->mr_pages pages (on
+ * siw, runs of contiguous pages);
  * the receiver's only if they map to more entries than one READ takes.
  * The MRs are the connection's: on its own protection domain, so that
  * only its queue pair can use them, and kept idle between messages (up

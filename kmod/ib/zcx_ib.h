@@ -275,7 +275,7 @@ struct zcx_ib_tx {
  * @held:	jobs with registrations, posted or failed to (under @lock).
  * @next_cookie: the next RTS's cookie (under @lock).
  * @mrs:	idle fast-registration MRs, @nmrs of them (under @lock).
- * @mr_pages:	pages one of them maps.
+ * @mr_pages:	pages one of them maps (on siw: runs of contiguous pages).
  * @rdma_sge:	scatter entries one READ or WRITE of ours may have.
  * @read_mr:	the sink of a READ must be registered (iWARP).
  * @quiet_cqe:	the completion of unsignalled work requests, which only
