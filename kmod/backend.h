@@ -84,8 +84,9 @@ struct zcx_op;
  *		On success the backend keeps its state with
  *		zcx_conn_set_remote().
  * @send:	send SEND @op on @conn, and complete it when it has arrived
- *		or failed: its bytes (zcx_op_payload()) up to @max_inline,
- *		else its pinned pages (zcx_op_pages()).
+ *		or failed: its bytes (zcx_op_payload(), in a kmalloc()ed
+ *		buffer that lives until then) up to @max_inline, else its
+ *		pinned pages (zcx_op_pages()).
  * @close:	@conn's last reference is gone: tear down its state.
  * @pull:	move the first @len bytes of the rendezvous message in @rx
  *		into receive @recv's pinned pages (zcx_op_pages()), complete

@@ -499,7 +499,10 @@ TEST_F_TIMEOUT(net, posted_receive_takes_the_message, 300)
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_send_after_go, net_post_then_go, NULL));
 }
 
-/* More messages than the receiver has buffers: the sender waits, none is lost. */
+/*
+ * More messages than the receiver has buffers, before it receives any:
+ * the sender waits or sends them as rendezvous messages; none is lost.
+ */
 #define FLOOD	(3 * 64 + 5)
 
 static int net_flood(struct xside *s, void *arg)

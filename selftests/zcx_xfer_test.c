@@ -343,6 +343,122 @@ TEST_F_TIMEOUT(xfer, unexpected_messages, 60)
 }
 
 /*
+ * Unexpected messages never hold up a later one: the parent sends far more
+ * small messages (tag 1) than a node's eager credits and a connection's
+ * network buffers, then more large ones (tag 2) than those buffers, then
+ * one small message (tag 3).  The child receives tag 3 first, within a
+ * bound, and only then the others, each tag in order.  (In MPI terms:
+ * nonblocking sends must complete whatever order the receives come in.)
+ * The first small ones, as many as are buffered at the receiver whoever
+ * receives, complete before the rest are sent.  Between nodes, the
+ * receiver holds at most 24 (then copies the messages out of its buffers
+ * and tells the sender, which sends the next as rendezvous messages).
+ */
+#define FLOOD_SMALL_LEN	100
+#define FLOOD_BIG_LEN	(64 * KiB + 3)
+#define FLOOD_SLOT	(FLOOD_BIG_LEN + GUARD)
+
+struct flood {
+	unsigned int small, first, big;
+};
+
+static uint64_t flood_seed(unsigned int tag, unsigned int i) { return 0xf000 + (tag << 12) + i; }
+
+static int flood_child(struct xside *s, void *arg)
+{
+	const struct flood *f = arg;
+	unsigned int n = f->small + f->big, i;
+	struct zcx_req last = xreq(NULL), *req = calloc(n, sizeof(*req));
+	char *b = zcx_test_anon((size_t)(n + 1) * FLOOD_SLOT);
+
+	CK(req && b);
+	CK_EQ(0, xexpect_u64(s, 1));
+	CK_EQ(0, zcx_irecv(s->ep, b + 1, FLOOD_SMALL_LEN, 3, ~0ULL, &last));
+	CK_EQ(0, xwait_bounded(s->ep, &last, 30000));
+	CK_EQ(FLOOD_SMALL_LEN, last.len);
+	CK_PAT(b + 1, FLOOD_SMALL_LEN, flood_seed(3, 0));
+	/* All the others at once: their answers go back to the sender together. */
+	for (i = 0; i < n; i++) {
+		req[i] = xreq(NULL);
+		CK_EQ(0, zcx_irecv(s->ep, b + (size_t)(i + 1) * FLOOD_SLOT + 1, FLOOD_SLOT - 1,
+				   i < f->small ? 1 : 2, ~0ULL, &req[i]));
+	}
+	for (i = 0; i < n; i++) {
+		bool small = i < f->small;
+		char *p = b + (size_t)(i + 1) * FLOOD_SLOT + 1;
+
+		CK_EQ(0, zcx_wait(s->ep, &req[i]));
+		CK_EQ(small ? 1 : 2, req[i].tag);
+		CK_EQ(small ? FLOOD_SMALL_LEN : FLOOD_BIG_LEN, req[i].len);
+		CK_PAT(p, req[i].len, flood_seed(req[i].tag, small ? i : i - f->small));
+	}
+	free(req);
+	munmap(b, (size_t)(n + 1) * FLOOD_SLOT);
+	return 0;
+}
+
+static int flood_parent(struct xside *s, void *arg)
+{
+	const struct flood *f = arg;
+	unsigned int n = f->small + f->big + 1, i, k;
+	struct zcx_req *req = calloc(n, sizeof(*req));
+	char *b = zcx_test_anon((size_t)n * FLOOD_SLOT);
+	char *p;
+
+	CK(req && b);
+	CK(FLOOD_SMALL_LEN < s->q.zcopy_threshold && FLOOD_BIG_LEN >= s->q.zcopy_threshold);
+	for (i = 0; i < n; i++) {
+		unsigned int tag = i < f->small ? 1 : i < n - 1 ? 2 : 3;
+		size_t len = tag == 2 ? FLOOD_BIG_LEN : FLOOD_SMALL_LEN;
+
+		p = b + (size_t)i * FLOOD_SLOT + 5;
+		xpat_fill(p, len, flood_seed(tag, tag == 1 ? i : tag == 2 ? i - f->small : 0));
+		req[i] = xreq(NULL);
+		CK_EQ(0, zcx_isend(s->ep, s->peer, p, len, tag, &req[i]));
+		if (i + 1 != f->first)
+			continue;
+		/* Buffered at the receiver, nobody receiving: done. */
+		for (k = 0; k < f->first; k++)
+			CK_EQ(0, xwait_bounded(s->ep, &req[k], 20000));
+	}
+	CK_EQ(0, xsend_u64(s, 1));
+	for (i = 0; i < n; i++) {
+		CK_EQ(0, zcx_wait(s->ep, &req[i]));
+		CK_EQ(0, req[i].status);
+	}
+	free(req);
+	munmap(b, (size_t)n * FLOOD_SLOT);
+	return 0;
+}
+
+TEST_F_TIMEOUT(xfer, unexpected_flood_holds_up_no_later_message, 120)
+{
+	/*
+	 * A connection's network buffers, and those it holds: zcx_ib.h's.
+	 * (Between nodes at most 128 rendezvous messages may wait unreceived.)
+	 */
+	const unsigned int net_buffers = 32, net_held = 24;
+	struct zcx_query q;
+	struct zcx *zcx;
+	struct flood f;
+	unsigned int depth = 1;
+
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_EQ(0, zcx_query(zcx, &q));
+	zcx_close(zcx);
+	f.small = 2 * (variant->net ? net_buffers : q.eager_credits) + 8;
+	f.first = q.eager_credits < net_held ? q.eager_credits : net_held;
+	f.big = net_buffers + 8;
+	/* Room in the rings for every message at once. */
+	while (depth < f.small + f.big + 16)
+		depth <<= 1;
+	ASSERT_GE(32768, depth) TH_LOG("eager_credits %u too large for one ring", q.eager_credits);
+	if (depth < q.ring_depth)
+		depth = 0;
+	EXPECT_EQ(0, xrun_pair(variant->ep_flags, depth, flood_parent, flood_child, &f));
+}
+
+/*
  * Flow control under a slow receiver: the parent sends far more small
  * messages (one tag) than eager_credits before the child posts anything.
  * The first eager_credits complete at once (buffered); the rest must not

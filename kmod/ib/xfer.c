@@ -3,18 +3,21 @@
  * xfer.c - messages on a zcx_ib connection.
  *
  * Up to ZCX_IB_INLINE bytes, a message is one SEND (EAGER) into a receive
- * buffer the passive side posted.  A message zcx.ko has not received yet
- * keeps its buffer; the buffer is posted again once the message is
- * consumed.  So a slow receiver makes the sender's queue pair wait
- * (receiver-not-ready retries, without limit): nothing is lost and no
- * memory grows without bound.
+ * buffer the passive side posted, for which the sender holds a credit
+ * (see "credits" below).  A message zcx.ko has not received yet keeps its
+ * buffer, up to ZCX_IB_HOLD_MAX of them; the buffer is posted again once
+ * the message is consumed.  Beyond that the message is copied out and
+ * the sender told to send short messages as rendezvous ones too, so
+ * nothing is lost, no memory grows without bound, and a message the
+ * receiver waits for always gets through.
  *
  * A longer message is a rendezvous: the sender registers its pinned pages
- * for remote reading (mr.c) and SENDs an RTS naming the segments; once
- * zcx.ko matched the RTS with a receive, the receiver maps that receive's
- * pinned pages (registering them only if one READ cannot take them with
- * the device's local DMA key), RDMA READs the message straight into them
- * and SENDs a FIN; the receive completes once the READs have (and the
+ * (or a short message's kernel buffer) for remote reading (mr.c) and
+ * SENDs an RTS naming the segments, which the passive side copies out of
+ * its buffer; once zcx.ko matched the RTS with a receive, the receiver
+ * maps that receive's pinned pages (registering them only if one READ
+ * cannot take them with the device's local DMA key), RDMA READs the
+ * message straight into them and SENDs a FIN; the receive completes once the READs have (and the
  * receiver's own registrations are invalid).  A FIN answering a single
  * registration invalidates it as it lands (SEND with invalidate); the
  * sender invalidates more itself.  Only then does the send complete,
@@ -37,6 +40,8 @@ static_assert(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE <= ZCX_IB_MSG_SIZE);
 static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_fin) <= ZCX_IB_REPLY_SIZE);
 static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_rts) +
 	      ZCX_IB_MAX_SEGS * sizeof(struct zcx_ib_seg) <= ZCX_IB_MSG_SIZE);
+/* A short send's kernel buffer is on one page or two (zcx_ib_op_pages()). */
+static_assert(ZCX_IB_INLINE <= PAGE_SIZE);
 /* The registrations of one message map the longest PUT or GET. */
 static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_MAX);
 
@@ -55,6 +60,8 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 	}
 	rx->conn = conn;
 	rx->dma = 0;
+	rx->copy = false;
+	rx->unreceived = false;
 	return rx;
 }
 
@@ -122,13 +129,58 @@ static void zcx_ib_rx_repost(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 		zcx_ib_conn_schedule_kill(conn);
 }
 
-/* zcx.ko consumed the message in @rx: post the buffer again, or free it. */
+/* zcx.ko does not hold the EAGER message in @rx any more. */
+static void zcx_ib_rx_received(struct zcx_ib_rx *rx)
+{
+	struct zcx_ib_conn *conn = rx->conn;
+
+	if (!rx->unreceived)
+		return;
+	spin_lock(&conn->lock);
+	conn->unreceived--;
+	spin_unlock(&conn->lock);
+	rx->unreceived = false;
+}
+
+/*
+ * A copy of the @len-byte message in @rx, whose buffer is posted again at
+ * once; or @rx itself if no memory can be had for the copy.
+ */
+static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, u32 len)
+{
+	/* Not worth reclaiming for, in the completion handler: @rx will do. */
+	gfp_t gfp = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
+	struct zcx_ib_rx *copy = kzalloc(sizeof(*copy), gfp);
+
+	if (!copy)
+		return rx;
+	copy->buf = kmemdup(rx->buf, len, gfp);
+	if (!copy->buf) {
+		kfree(copy);
+		return rx;
+	}
+	copy->conn = conn;
+	copy->copy = true;
+	copy->unreceived = rx->unreceived;
+	rx->unreceived = false;
+	zcx_ib_rx_repost(conn, rx);
+	return copy;
+}
+
+/*
+ * zcx.ko consumed the message in @rx (or a PUT or GET in it was served):
+ * post the buffer again, or free it, or the copy.
+ */
 void zcx_ib_release_rx(void *arg)
 {
 	struct zcx_ib_rx *rx = arg;
 	struct zcx_ib_conn *conn = rx->conn;
 
-	zcx_ib_rx_repost(conn, rx);
+	zcx_ib_rx_received(rx);
+	if (rx->copy)
+		zcx_ib_rx_free(rx);
+	else
+		zcx_ib_rx_repost(conn, rx);
 	zcx_ib_conn_put(conn);
 }
 
@@ -150,18 +202,30 @@ void zcx_ib_release_rx(void *arg)
  * ZCX_IB_CREDIT_LOW left, counting every buffer it filled and has not had
  * back.  So a sender that keeps pace never waits, and buffers held by
  * unexpected messages never keep back owed credits the sender needs (the
- * check runs as messages arrive, too).
+ * check runs as messages arrive, too).  Such messages hold at most
+ * ZCX_IB_HOLD_MAX buffers (zcx_ib_rx_done()), so credits keep coming
+ * back however many of them wait; the CREDIT telling the sender that it
+ * may send inline again goes at once.
+ *
+ * The active side queues at most ZCX_IB_EAGER_QUEUE inline messages for
+ * credits (more go as RTS), and has at most ZCX_IB_FIN_MAX jobs awaiting
+ * a FIN, which its reply buffers take.
  */
 static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
 {
+	bool eager_off = conn->unreceived >= ZCX_IB_HOLD_MAX;
 	struct zcx_ib_tx *tx = conn->credit_tx;
 	struct zcx_ib_hdr *hdr;
 
 	if (!tx || conn->credit_busy || !conn->owed || conn->state != ZCX_IB_LIVE ||
-	    conn->sq_used >= conn->sq_depth || ZCX_IB_RX_DEPTH - conn->lent >= ZCX_IB_CREDIT_LOW)
+	    conn->sq_used >= conn->sq_depth)
+		return;
+	/* Batched, unless the sender is to learn that it may send inline again. */
+	if (ZCX_IB_RX_DEPTH - conn->lent >= ZCX_IB_CREDIT_LOW && eager_off == conn->eager_off)
 		return;
 	hdr = tx->msg;
 	hdr->credits = cpu_to_le16(conn->owed);
+	hdr->flags = eager_off ? ZCX_IB_EAGER_OFF : 0;
 	ib_dma_sync_single_for_device(conn->ibdev, tx->msg_dma, tx->msg_len, DMA_TO_DEVICE);
 	if (ib_post_send(conn->qp, &tx->wr[0].send, NULL)) {
 		zcx_ib_conn_schedule_kill(conn);
@@ -169,6 +233,7 @@ static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
 	}
 	conn->lent -= conn->owed;
 	conn->owed = 0;
+	conn->eager_off = eager_off;
 	conn->credit_busy = true;
 	conn->sq_used++;
 }
@@ -332,7 +397,8 @@ static bool zcx_ib_job_takes_credit(const struct zcx_ib_tx *tx)
 static bool zcx_ib_job_fits_locked(const struct zcx_ib_conn *conn, const struct zcx_ib_tx *tx)
 {
 	return conn->sq_used + tx->wrs <= conn->sq_depth &&
-	       (conn->credits || !zcx_ib_job_takes_credit(tx));
+	       (conn->credits || !zcx_ib_job_takes_credit(tx)) &&
+	       (conn->fins_due < ZCX_IB_FIN_MAX || tx->type != ZCX_IB_JOB_RTS);
 }
 
 /*
@@ -353,6 +419,8 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 	conn->sq_used += tx->wrs;
 	if (zcx_ib_job_takes_credit(tx))
 		conn->credits--;
+	if (tx->type == ZCX_IB_JOB_RTS)
+		conn->fins_due++;
 	if (tx->type != ZCX_IB_JOB_EAGER)
 		list_add_tail(&tx->link, &conn->held);
 	ret = ib_post_send(conn->qp, &tx->wr[0].send, NULL);
@@ -361,6 +429,8 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 		conn->sq_used -= tx->wrs;
 		if (zcx_ib_job_takes_credit(tx))
 			conn->credits++;
+		if (tx->type == ZCX_IB_JOB_RTS)
+			conn->fins_due--;
 		if (tx->type == ZCX_IB_JOB_EAGER)
 			list_add_tail(&tx->link, &conn->held);
 	}
@@ -382,10 +452,13 @@ static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 		zcx_ib_job_end(tx, -ECONNRESET);
 		return 0;
 	}
-	if (list_empty(&conn->tx_waiting) && zcx_ib_job_fits_locked(conn, tx))
+	if (list_empty(&conn->tx_waiting) && zcx_ib_job_fits_locked(conn, tx)) {
 		ret = zcx_ib_job_start_locked(conn, tx);
-	else
+	} else {
 		list_add_tail(&tx->link, &conn->tx_waiting);
+		if (zcx_ib_job_takes_credit(tx))
+			WRITE_ONCE(conn->credit_waiters, conn->credit_waiters + 1);
+	}
 	spin_unlock(&conn->lock);
 	return ret;
 }
@@ -403,6 +476,8 @@ static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs)
 		if (!tx || !zcx_ib_job_fits_locked(conn, tx))
 			break;
 		list_del(&tx->link);
+		if (zcx_ib_job_takes_credit(tx))
+			WRITE_ONCE(conn->credit_waiters, conn->credit_waiters - 1);
 		ret = zcx_ib_job_start_locked(conn, tx);
 	}
 	zcx_ib_credit_post_locked(conn);
@@ -422,6 +497,7 @@ void zcx_ib_jobs_fail(struct zcx_ib_conn *conn)
 
 	spin_lock(&conn->lock);
 	list_splice_init(&conn->tx_waiting, &jobs);
+	WRITE_ONCE(conn->credit_waiters, 0);
 	list_splice_tail_init(&conn->held, &jobs);
 	spin_unlock(&conn->lock);
 	list_for_each_entry_safe(tx, tmp, &jobs, link) {
@@ -738,8 +814,30 @@ static void zcx_ib_copy_pages(struct page **pages, u32 offset, void *buf, u64 le
 }
 
 /*
+ * The pages of @op's @len bytes, the first from *@offset: pinned, or a
+ * short send's kernel buffer (sent as an RTS while the receiver said
+ * ZCX_IB_EAGER_OFF), whose one page or two go in @kpages.  NULL if none.
+ */
+static struct page **zcx_ib_op_pages(struct zcx_op *op, u64 len, struct page **kpages,
+				     u32 *offset)
+{
+	struct page **pages = zcx_op_pages(op, offset);
+	const void *data;
+	u64 n, tag;
+
+	zcx_op_payload(op, &data, &n, &tag);
+	if (pages || !data || len > ZCX_IB_INLINE || !virt_addr_valid(data))
+		return pages;
+	kpages[0] = virt_to_page(data);
+	kpages[1] = virt_to_page(data + len - 1);
+	*offset = offset_in_page(data);
+	return kpages;
+}
+
+/*
  * A message the passive side answers with a FIN: an RTS (a rendezvous
- * send of @tag), a PUT or a GET (@type) of the op's @len pinned bytes,
+ * send of @tag), a PUT or a GET (@type) of the op's @len bytes (pinned,
+ * or a short send's kernel buffer),
  * at @raddr of the peer's range @rkey.  Register the pages for the peer
  * to read (RTS, PUT) or write (GET), then SEND the message; once it is
  * sent and its FIN came, invalidate, and only then complete the op.  A
@@ -751,7 +849,7 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 	int access = type == ZCX_IB_GET ? IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE :
 					  IB_ACCESS_REMOTE_READ;
 	bool carried = type == ZCX_IB_PUT && len <= ZCX_IB_PUT_INLINE;
-	struct page **pages = NULL;
+	struct page **pages = NULL, *kpages[2];
 	struct zcx_ib_hdr *hdr;
 	struct zcx_ib_rts *rts;
 	u32 offset = 0, i, nmr;
@@ -761,7 +859,7 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 	if (len > ZCX_IB_RMA_MAX && type != ZCX_IB_RTS)
 		return -EMSGSIZE;
 	if (len) {
-		pages = zcx_op_pages(tx->op, &offset);
+		pages = zcx_ib_op_pages(tx->op, len, kpages, &offset);
 		if (!pages)
 			return -EFAULT;
 	}
@@ -862,7 +960,13 @@ void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
 	bool eager;
 
 	zcx_op_payload(op, &data, &len, &tag);
-	eager = len <= ZCX_IB_INLINE;
+	/*
+	 * Inline unless the receiver holds too many messages (see rx_done),
+	 * or too many wait for credits already: the receiver may have to
+	 * copy out what was queued before it said so.
+	 */
+	eager = len <= ZCX_IB_INLINE && !READ_ONCE(conn->eager_off) &&
+		READ_ONCE(conn->credit_waiters) < ZCX_IB_EAGER_QUEUE;
 	tx = zcx_ib_op_job(conn, eager ? ZCX_IB_JOB_EAGER : ZCX_IB_JOB_RTS, op);
 	if (tx)
 		zcx_ib_op_post(conn, tx, eager ? zcx_ib_eager_job(conn, tx, data, len, tag) :
@@ -909,6 +1013,7 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin,
 			break;
 		tx->inv_remote = inv;
 		tx->fin = true;
+		conn->fins_due--;
 		tx->status = status;
 		if (tx->sent && zcx_ib_rts_finish_locked(conn, tx))
 			end = tx;
@@ -921,14 +1026,15 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin,
 	return ret;
 }
 
-/* @n credits came back. */
-static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n)
+/* @n credits came back, and whether to send inline (@eager_off). */
+static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n, bool eager_off)
 {
 	int ret = -EPROTO;
 
 	spin_lock(&conn->lock);
 	if (n && conn->credits + n <= ZCX_IB_RX_DEPTH) {
 		conn->credits += n;
+		WRITE_ONCE(conn->eager_off, eager_off);
 		ret = 0;
 	}
 	spin_unlock(&conn->lock);
@@ -936,14 +1042,17 @@ static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n)
 }
 
 /*
- * A reply came to an active connection in @rx (@wc): a FIN or a CREDIT
- * (@n credits), with a @len-byte body.  The buffer is posted again first
+ * A reply came to an active connection in @rx (@wc): a FIN or a CREDIT,
+ * @hdr and a @len-byte body.  The buffer is posted again first
  * (a FIN's body copied out): the credits it brings may be spent at once,
  * and there must be a buffer for every reply they can cause.
  */
 static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, const struct ib_wc *wc,
-			 u8 type, u32 n, u32 len)
+			 const struct zcx_ib_hdr *hdr, u32 len)
 {
+	u32 n = le16_to_cpu(hdr->credits);
+	bool eager_off = hdr->flags & ZCX_IB_EAGER_OFF;
+	u8 type = hdr->type;
 	struct zcx_ib_fin fin;
 	int ret = -EPROTO;
 
@@ -952,7 +1061,7 @@ static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, const s
 	else if (type != ZCX_IB_CREDIT || len)
 		goto broken;
 	zcx_ib_rx_repost(conn, rx);
-	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin, wc) : zcx_ib_credit(conn, n);
+	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin, wc) : zcx_ib_credit(conn, n, eager_off);
 	if (ret)
 		zcx_ib_conn_schedule_kill(conn);
 	else
@@ -988,8 +1097,12 @@ static bool zcx_ib_rts_valid(u8 type, const struct zcx_ib_rts *rts, u32 len)
 	}
 	if (sum != msg_len)
 		return false;
+	/*
+	 * Short too: the sender sends them while we say ZCX_IB_EAGER_OFF, and
+	 * may until the CREDIT saying otherwise reaches it.
+	 */
 	if (type == ZCX_IB_RTS)
-		return sum > ZCX_IB_INLINE;
+		return true;
 	return sum <= ZCX_IB_RMA_MAX && (type == ZCX_IB_GET || sum > ZCX_IB_PUT_INLINE);
 }
 
@@ -997,7 +1110,8 @@ static void zcx_ib_serve_queue(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx);
 
 /*
  * A message arrived: a passive connection hands EAGER and RTS messages
- * to zcx.ko, which holds the buffer until it consumed the message, and
+ * to zcx.ko, which holds the buffer (or a copy) until it consumed the
+ * message, and
  * serves PUT and GET itself; an active one takes FINs and CREDITs.
  * Anything else is not our protocol: the peer is broken, and the
  * connection goes.
@@ -1010,7 +1124,9 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	void *body = rx->buf + sizeof(*hdr);
 	u64 tag, msg_len;
 	int ret = -EPROTO;
+	bool copy;
 	u32 len;
+	u8 type;
 
 	ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
 	rx->dma = 0;
@@ -1023,41 +1139,63 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	}
 	len = le32_to_cpu(hdr->len);
 	tag = le64_to_cpu(hdr->tag);
+	type = hdr->type;
 	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr))
 		goto broken;
 	/* Only a FIN may invalidate (a registration of ours, zcx_ib_fin()). */
-	if ((wc->wc_flags & IB_WC_WITH_INVALIDATE) && (conn->passive || hdr->type != ZCX_IB_FIN))
+	if ((wc->wc_flags & IB_WC_WITH_INVALIDATE) && (conn->passive || type != ZCX_IB_FIN))
+		goto broken;
+	/* Only a CREDIT has a flag. */
+	if (hdr->flags & ~(type == ZCX_IB_CREDIT ? ZCX_IB_EAGER_OFF : 0))
 		goto broken;
 	if (!conn->passive) {
-		zcx_ib_reply(conn, rx, wc, hdr->type, le16_to_cpu(hdr->credits), len);
+		zcx_ib_reply(conn, rx, wc, hdr, len);
 		return;
 	}
 	spin_lock(&conn->lock);
 	conn->lent++;
 	zcx_ib_credit_post_locked(conn);
+	/*
+	 * An RTS is copied out of its buffer, which goes back at once: it is
+	 * short, and its bytes wait at the sender.  So is an EAGER message
+	 * once zcx.ko holds ZCX_IB_HOLD_MAX of them, and the CREDITs say so
+	 * until it holds fewer: then messages not received yet never take
+	 * every buffer, and one the receiver waits for can always come.  A
+	 * sender that heeds the CREDITs sends few more inline (what it had
+	 * queued); one that does not is copied for up to
+	 * ZCX_IB_UNRECEIVED_MAX and then holds up only its own connection.
+	 */
+	copy = type == ZCX_IB_RTS ||
+	       (type == ZCX_IB_EAGER && conn->unreceived >= ZCX_IB_HOLD_MAX &&
+		conn->unreceived < ZCX_IB_UNRECEIVED_MAX);
+	if (type == ZCX_IB_EAGER) {
+		conn->unreceived++;
+		rx->unreceived = true;
+	}
 	spin_unlock(&conn->lock);
-	if ((hdr->type == ZCX_IB_PUT || hdr->type == ZCX_IB_GET) &&
-	    zcx_ib_rts_valid(hdr->type, body, len)) {
+	if ((type == ZCX_IB_PUT || type == ZCX_IB_GET) && zcx_ib_rts_valid(type, body, len)) {
 		/* The buffer, and so the connection, is held until answered. */
 		kref_get(&conn->ref);
 		zcx_ib_serve_queue(conn, rx);
 		return;
 	}
-	if (hdr->type == ZCX_IB_EAGER) {
+	if (type == ZCX_IB_EAGER)
 		msg_len = len;
-	} else if (hdr->type == ZCX_IB_RTS && zcx_ib_rts_valid(hdr->type, body, len)) {
+	else if (type == ZCX_IB_RTS && zcx_ib_rts_valid(type, body, len))
 		msg_len = le64_to_cpu(((struct zcx_ib_rts *)body)->len);
-		body = NULL;
-	} else {
+	else
 		goto broken;
-	}
-	/* zcx.ko holds the buffer, and so the connection, until consumed. */
+	if (copy)
+		rx = zcx_ib_rx_copy(conn, rx, sizeof(*hdr) + len);
+	/* zcx.ko holds the buffer or copy, and so the connection, until consumed. */
 	kref_get(&conn->ref);
-	ret = zcx_ep_deliver(conn->ep, tag, body, msg_len, rx);
+	ret = zcx_ep_deliver(conn->ep, tag, type == ZCX_IB_EAGER ? rx->buf + sizeof(*hdr) : NULL,
+			     msg_len, rx);
 	if (!ret)
 		return;
 	zcx_ib_conn_put(conn);
 broken:
+	zcx_ib_rx_received(rx);
 	zcx_ib_rx_free(rx);
 	zcx_ib_conn_schedule_kill(conn);
 }

@@ -51,14 +51,26 @@
 /* Bytes one message carries. */
 #define ZCX_IB_INLINE		(ZCX_IB_MSG_SIZE - sizeof(struct zcx_ib_hdr))
 #define ZCX_IB_RX_DEPTH		32	/* receive buffers of an accepted connection */
+/*
+ * Inline messages not received yet on an accepted connection: from
+ * ZCX_IB_HOLD_MAX, one arriving is copied out of its buffer and the
+ * sender told to stop sending inline; from ZCX_IB_UNRECEIVED_MAX (which a
+ * sender that heeds it never reaches) none is copied (xfer.c).
+ */
+#define ZCX_IB_HOLD_MAX		(ZCX_IB_RX_DEPTH - ZCX_IB_RX_DEPTH / 4)
+#define ZCX_IB_UNRECEIVED_MAX	(2 * ZCX_IB_RX_DEPTH)
+/* Inline messages an outgoing connection queues, waiting for credits. */
+#define ZCX_IB_EAGER_QUEUE	(ZCX_IB_RX_DEPTH / 2)
 /* Credits go back once the sender may have fewer than this (xfer.c). */
 #define ZCX_IB_CREDIT_LOW	(ZCX_IB_RX_DEPTH / 2)
+/* Rendezvous messages, puts and gets of a connection awaiting their FIN. */
+#define ZCX_IB_FIN_MAX		128
 /*
  * Receive buffers of an outgoing connection, for the FINs and CREDITs
- * coming back: at most one of each per message of ours whose credit has
- * not come back yet, so it never runs out.
+ * coming back: at most one FIN per job awaiting one, and one CREDIT per
+ * credit that has not come back yet, so it never runs out.
  */
-#define ZCX_IB_REPLY_DEPTH	(2 * ZCX_IB_RX_DEPTH)
+#define ZCX_IB_REPLY_DEPTH	(ZCX_IB_FIN_MAX + ZCX_IB_RX_DEPTH)
 #define ZCX_IB_REPLY_SIZE	64
 #define ZCX_IB_MAX_ACCEPTED	1024	/* accepted connections on the node */
 #define ZCX_IB_SQ_DEPTH		1024	/* work requests on a send queue, at most */
@@ -71,7 +83,7 @@
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
 #define ZCX_IB_ACK_TIMEOUT	20
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		4
+#define ZCX_IB_VERSION		5
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -100,12 +112,19 @@ enum zcx_ib_type {
 	ZCX_IB_GET,
 };
 
+/*
+ * CREDIT's flag: the passive side holds ZCX_IB_HOLD_MAX inline messages
+ * not yet received, so the active side sends every message as an RTS
+ * until a CREDIT without it comes (xfer.c).
+ */
+#define ZCX_IB_EAGER_OFF	0x1
+
 /* The head of every message: @len bytes follow it. */
 struct zcx_ib_hdr {
 	__le64 tag;
 	__le32 len;
 	u8 type;
-	u8 reserved;
+	u8 flags;
 	__le16 credits;
 };
 
@@ -153,15 +172,18 @@ enum zcx_ib_state {
 struct zcx_ib_conn;
 
 /*
- * A receive buffer; while zcx.ko holds its message, or while its PUT or
- * GET waits on conn->serving (@link), a connection reference.
+ * A receive buffer, or a copy of the message that came in one; while
+ * zcx.ko holds its message, or while its PUT or GET waits on
+ * conn->serving (@link), a connection reference.
  */
 struct zcx_ib_rx {
 	struct ib_cqe cqe;
 	struct zcx_ib_conn *conn;
 	struct list_head link;
 	u64 dma;		/* mapped while posted, else 0 */
-	void *buf;		/* conn->rx_size: struct zcx_ib_hdr, then the body */
+	void *buf;		/* struct zcx_ib_hdr, then the body (conn->rx_size) */
+	bool copy;		/* a copy of the message (its length), freed, not posted */
+	bool unreceived;	/* an EAGER message zcx.ko holds: in conn->unreceived */
 };
 
 /*
@@ -285,6 +307,13 @@ struct zcx_ib_tx {
  *		for them (under @lock).
  * @lent:	passive: buffers the sender filled and has not had back
  *		(holding a message, or among @owed; under @lock).
+ * @unreceived: passive: EAGER messages zcx.ko holds, in buffers or
+ *		copies (under @lock).
+ * @eager_off:	the last CREDIT (passive: sent; active: received) said
+ *		ZCX_IB_EAGER_OFF (under @lock; read without it to decide).
+ * @fins_due:	active: jobs posted that await a FIN (under @lock).
+ * @credit_waiters: active: jobs on @tx_waiting that take a credit (under
+ *		@lock; read without it to decide).
  * @owed:	passive: buffers posted again but not yet given back ...
  * @credit_tx:	... by this CREDIT message ...
  * @credit_busy: ... which is posted (under @lock).
@@ -329,9 +358,13 @@ struct zcx_ib_conn {
 	u32 rx_size;
 	u32 credits;
 	u32 lent;
+	u32 unreceived;
+	u32 fins_due;
+	u32 credit_waiters;
 	u32 owed;
 	struct zcx_ib_tx *credit_tx;
 	bool credit_busy;
+	bool eager_off;
 	struct delayed_work keepalive;
 	struct ib_cqe keepalive_cqe;
 	bool keepalive_busy;
