@@ -17,12 +17,12 @@
  * its buffer; once zcx.ko matched the RTS with a receive, the receiver
  * maps that receive's pinned pages (registering them only if one READ
  * cannot take them with the device's local DMA key), RDMA READs the
- * message straight into them and SENDs a FIN; the receive completes once the READs have (and the
- * receiver's own registrations are invalid).  A FIN answering a single
- * registration invalidates it as it lands (SEND with invalidate); the
- * sender invalidates more itself.  Only then does the send complete,
- * which lets go of its pages.  Each side's device touches user pages only
- * while zcx.ko holds them busy.
+ * message straight into them and SENDs a FIN; the receive completes once
+ * the READs have (and the receiver's own registrations are invalid).  A
+ * FIN answering a single registration invalidates it as it lands (SEND
+ * with invalidate); the sender invalidates more itself.  Only then does
+ * the send complete, which lets go of its pages.  Each side's device
+ * touches user pages only while zcx.ko holds them busy.
  *
  * Everything a connection posts is a job (struct zcx_ib_tx): a chain of
  * work requests, the last signalled, reserving its entries of the send
@@ -815,8 +815,8 @@ static void zcx_ib_copy_pages(struct page **pages, u32 offset, void *buf, u64 le
 
 /*
  * The pages of @op's @len bytes, the first from *@offset: pinned, or a
- * short send's kernel buffer (sent as an RTS while the receiver said
- * ZCX_IB_EAGER_OFF), whose one page or two go in @kpages.  NULL if none.
+ * short send's kernel buffer (sent as an RTS, see zcx_ib_send()), whose
+ * one page or two go in @kpages.  NULL if none.
  */
 static struct page **zcx_ib_op_pages(struct zcx_op *op, u64 len, struct page **kpages,
 				     u32 *offset)
@@ -1097,10 +1097,7 @@ static bool zcx_ib_rts_valid(u8 type, const struct zcx_ib_rts *rts, u32 len)
 	}
 	if (sum != msg_len)
 		return false;
-	/*
-	 * Short too: the sender sends them while we say ZCX_IB_EAGER_OFF, and
-	 * may until the CREDIT saying otherwise reaches it.
-	 */
+	/* Short too (zcx_ib_send()): whether one should be is the sender's call. */
 	if (type == ZCX_IB_RTS)
 		return true;
 	return sum <= ZCX_IB_RMA_MAX && (type == ZCX_IB_GET || sum > ZCX_IB_PUT_INLINE);
