@@ -36,6 +36,7 @@ struct verbs_loop {
 	enum ibv_mtu mtu;
 	uint64_t last_wr_id;
 	enum ibv_wc_status last_status;	/* of the last completion, for logs */
+	long long timeout_ns;		/* a WRITE's, VERBS_LOOP_TIMEOUT_NS unless set */
 };
 
 static inline long long verbs_loop_now_ns(void)
@@ -139,6 +140,7 @@ static inline int verbs_loop_open(struct verbs_loop *loop)
 	int count = 0, ret;
 
 	memset(loop, 0, sizeof(*loop));
+	loop->timeout_ns = VERBS_LOOP_TIMEOUT_NS;
 	list = ibv_get_device_list(&count);
 	if (!list || count <= 0) {
 		if (list)
@@ -180,7 +182,7 @@ fail:
  * RDMA WRITE @len bytes from @src (in the MR of @lkey) to @dst (in the MR
  * of @rkey) and wait for its completion: once the requester has it, rxe's
  * responder has placed the data.  -EIO on an error completion (the QPs are
- * reconnected so the next call can work), -ETIMEDOUT after 10 s.
+ * reconnected so the next call can work), -ETIMEDOUT after loop->timeout_ns.
  */
 static inline int verbs_loop_write(struct verbs_loop *loop, const void *src, size_t len,
 				   uint32_t lkey, void *dst, uint32_t rkey)
@@ -191,7 +193,7 @@ static inline int verbs_loop_write(struct verbs_loop *loop, const void *src, siz
 		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 		.wr.rdma = { .remote_addr = (uintptr_t)dst, .rkey = rkey },
 	};
-	long long deadline = verbs_loop_now_ns() + VERBS_LOOP_TIMEOUT_NS;
+	long long deadline = verbs_loop_now_ns() + loop->timeout_ns;
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
 	int n, ret;

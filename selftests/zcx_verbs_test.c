@@ -51,6 +51,8 @@ FIXTURE_SETUP(verbs)
 	if (ret == -ENODEV)
 		SKIP(return, "no RDMA device (modprobe rdma_rxe; rdma link add rxe0 type rxe netdev lo)");
 	ASSERT_EQ(0, ret) TH_LOG("loopback QPs: %s", strerror(-ret));
+	/* A 16 MiB WRITE took over 10 s on the debug kernel beside the other lane. */
+	self->loop.timeout_ns *= zcx_test_slowdown();
 	ASSERT_EQ(0, zcx_open(&self->zcx, 0));
 	self->dest = zcx_test_anon(DEST_LEN);
 	ASSERT_NE(NULL, self->dest);
