@@ -651,4 +651,4 @@ TEST_F(local, barriers_per_endpoint_limit)
 	EXPECT_EQ(0, zcx_barrier(self->ep[3], bar));
 }
 
-TEST_HARNESS_MAIN
+ZCX_NET_HARNESS_MAIN

@@ -253,4 +253,4 @@ TEST(two_processes_own_contexts)
 	close(fd);
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

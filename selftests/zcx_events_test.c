@@ -229,4 +229,4 @@ TEST_F(events, blocking_read_wakes)
 	EXPECT_EQ(0, zcx_test_dereg(&self->t, r.handle));
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

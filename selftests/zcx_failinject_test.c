@@ -729,4 +729,4 @@ TEST_F_TIMEOUT(fi, random_failures, 900)
 	EXPECT_EQ(-1, self->e.failed_step);
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

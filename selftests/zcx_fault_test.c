@@ -830,4 +830,4 @@ TEST_F(raw, barrier_bad_args)
 	EXPECT_TRUE(ret == -ECONNREFUSED || ret == -EINVAL) TH_LOG("%d", ret);
 }
 
-TEST_HARNESS_MAIN
+ZCX_NET_HARNESS_MAIN

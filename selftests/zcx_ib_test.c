@@ -363,7 +363,7 @@ TEST_F_TIMEOUT(net, messages_cross_the_network, 300)
  * 50 ms, they start checking their peers, with zero-byte WRITEs and
  * their acknowledgements.
  */
-#define KEEPALIVE_MS	"/sys/module/zcx_ib/parameters/keepalive_ms"
+#define KEEPALIVE_MS	BACKEND_PARAM("keepalive_ms")
 #define KEEPALIVE_PKTS	20
 
 static int write_keepalive_ms(const char *ms)
@@ -418,7 +418,7 @@ TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
 {
 	if (rxe_sent_packets() < 0)
 		SKIP(return, NO_PACKET_COUNT);
-	EXPECT_EQ(10000, zcx_test_read_number(KEEPALIVE_MS));
+	EXPECT_EQ(BACKEND_KEEPALIVE_MS, zcx_test_read_number(KEEPALIVE_MS));
 	ASSERT_EQ(0, write_keepalive_ms("0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_start, net_keepalive_echo, NULL));
 	EXPECT_EQ(50, zcx_test_read_number(KEEPALIVE_MS));
@@ -668,4 +668,4 @@ TEST_F_TIMEOUT(net, device_removal_fails_the_connection, 300)
 	EXPECT_FALSE(rdma_device_exists(RXE));
 }
 
-TEST_HARNESS_MAIN
+ZCX_NET_HARNESS_MAIN

@@ -373,4 +373,4 @@ TEST_F(inval, fork_parent_keeps_region)
 	munmap(buf, LEN);
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

@@ -398,4 +398,4 @@ TEST(close_with_registrations)
 	munmap(buf + 4096, 7 * 4096);
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

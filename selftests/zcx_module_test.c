@@ -161,4 +161,4 @@ TEST_F_TIMEOUT(module, invalid_parameters_refuse_load, 120)
 	}
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

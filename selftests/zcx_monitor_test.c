@@ -196,4 +196,4 @@ TEST_F(mon, fork_then_parent_write)
 	munmap(buf, LEN);
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

@@ -5,7 +5,13 @@
  * zcx_ib.ko listening there (zcx_net_up()); endpoints then connect with
  * ZCX_CONNECT_NET, so that their messages take the RDMA queue pairs
  * though both processes are here.  zcx_net_down() checks that nothing
- * holds zcx_ib any more, unloads it and removes the devices.  Needs root,
+ * holds zcx_ib any more, then either leaves the network up for the
+ * program's next test (zcx_net_up() takes it as it is) or unloads zcx_ib
+ * and removes the devices: setting them up runs a dozen programs and
+ * costs seconds of rxe's work, which on the debug kernel were most of a
+ * test's time.  A program with such tests ends with ZCX_NET_HARNESS_MAIN,
+ * which takes the network down once its tests are done (and, before
+ * them, what a killed program left).  Needs root,
  * iproute2's "ip" and "rdma", veth and rdma_rxe (modules or built in);
  * with ZCX_TEST_RDMA=siw the device is a Soft-iWARP one instead (siw
  * loaded).
@@ -125,17 +131,17 @@ static inline bool zcx_net_possible(const char **why)
 }
 
 /*
- * Whether the Soft-RoCE port is ACTIVE, waiting for it boundedly: rxe adds
- * the device at once, but a veth's carrier comes up asynchronously, and a
- * connection made on a port still DOWN fails its first messages.
+ * Whether the RDMA port is ACTIVE, looking @tries times 10 ms apart: rxe
+ * adds the device at once, but a veth's carrier comes up asynchronously,
+ * and a connection made on a port still DOWN fails its first messages.
  */
-static inline bool rxe_port_active(void)
+static inline bool rdma_port_active(int tries)
 {
 	char state[64];
 	FILE *f;
 	int i;
 
-	for (i = 0; i < 1000; i++) {
+	for (i = 0; i < tries; i++) {
 		f = fopen("/sys/class/infiniband/" RXE "/ports/1/state", "r");
 		if (f) {
 			if (!fgets(state, sizeof(state), f))
@@ -144,26 +150,59 @@ static inline bool rxe_port_active(void)
 			if (strstr(state, "ACTIVE"))
 				return true;
 		}
-		usleep(10000);
+		if (i + 1 < tries)
+			usleep(10000);
 	}
 	return false;
+}
+
+#define BACKEND_PARAM(name)	"/sys/module/zcx_ib/parameters/" name
+/* zcx_ib's keepalive_ms when loaded (zcx_ib_test sets others). */
+#define BACKEND_KEEPALIVE_MS	10000
+
+/* Whether zcx_ib is loaded as zcx_net_up() loads it, listening at NET_IP. */
+static inline bool backend_as_loaded_for_tests(void)
+{
+	char addr[64] = "";
+	FILE *f = fopen(BACKEND_PARAM("listen"), "r");
+
+	if (!f)
+		return false;
+	if (!fgets(addr, sizeof(addr), f))
+		addr[0] = '\0';
+	fclose(f);
+	return strcmp(addr, NET_IP "\n") == 0 &&
+	       zcx_test_read_number(BACKEND_PARAM("keepalive_ms")) == BACKEND_KEEPALIVE_MS;
+}
+
+/*
+ * Whether the network the program's previous test left up (see
+ * zcx_net_down()) serves the next as it is: the devices there, the port
+ * ACTIVE, zcx_ib loaded by zcx_net_up() and held by nothing.
+ */
+static inline bool zcx_net_reusable(void)
+{
+	return netdev_exists(VETH) && rdma_device_exists(RXE) && rdma_port_active(1) &&
+	       zcx_module_loaded("zcx_ib") && backend_as_loaded_for_tests() &&
+	       zcx_test_read_number("/sys/module/zcx_ib/refcnt") == 0;
 }
 
 /* The devices, the address and zcx_ib listening on it; NULL or what failed. */
 static inline const char *zcx_net_up(void)
 {
+	if (zcx_net_reusable())
+		return NULL;
 	if (zcx_module_loaded("zcx_ib") && zcx_module_unload("zcx_ib"))
 		return "unloading a zcx_ib left loaded";
 	remove_test_devices();
-	if (run("ip link add " VETH " type veth peer name " VETH_PEER))
-		return "ip link add";
-	if (run("ip addr add " NET_IP "/24 dev " VETH))
-		return "ip addr add";
-	if (run("ip link set " VETH " up && ip link set " VETH_PEER " up"))
-		return "ip link set up";
+	/* One command line: each program started costs time on a slow guest. */
+	if (run("ip link add " VETH " type veth peer name " VETH_PEER " &&"
+		" ip addr add " NET_IP "/24 dev " VETH " &&"
+		" ip link set " VETH " up && ip link set " VETH_PEER " up"))
+		return "adding the veth pair " VETH ", " NET_IP " on it, up";
 	if (run("rdma link add " RXE " type %s netdev " VETH, zcx_net_rdma_type()))
 		return "rdma link add";
-	if (!rxe_port_active())
+	if (!rdma_port_active(1000))
 		return "the RDMA device's port did not become ACTIVE in 10 s";
 	if (load_backend_with("listen=" NET_IP))
 		return "loading zcx_ib listen=" NET_IP;
@@ -184,22 +223,60 @@ static inline const char *zcx_net_setup(bool *skip)
 }
 
 /*
- * Every connection torn down (nothing holds the backend), zcx_ib unloaded,
- * the devices removed; NULL, or what was not so.
+ * Every connection torn down (nothing holds the backend); then, unless
+ * @keep (for the program's next test), zcx_ib unloaded and the devices
+ * removed.  NULL, or what was not so.
  */
-static inline const char *zcx_net_down(void)
+static inline const char *zcx_net_down(bool keep)
 {
 	const char *bad = NULL;
 
 	if (zcx_module_loaded("zcx_ib")) {
 		if (!backend_idle())
 			bad = "zcx_ib still held";
+		else if (keep)
+			return NULL;
 		else if (zcx_module_unload("zcx_ib"))
 			bad = "zcx_ib did not unload";
 	}
 	remove_test_devices();
 	return bad;
 }
+
+/* The process running the tests (ZCX_NET_HARNESS_MAIN), 0 if none. */
+static pid_t zcx_net_runner;
+
+/* At its exit (not its children's), the network down: else it fails. */
+static inline void zcx_net_exit(void)
+{
+	const char *bad;
+
+	if (getpid() != zcx_net_runner)
+		return;
+	bad = zcx_net_down(false);
+	if (bad) {
+		printf("# taking the network down after the tests: %s\n", bad);
+		fflush(stdout);
+		_exit(1);
+	}
+}
+
+/* Before the tests: what a killed program left taken down; ours at exit. */
+static inline void zcx_net_prepare(void)
+{
+	const char *bad;
+
+	if (geteuid() != 0)
+		return;
+	bad = zcx_net_down(false);
+	if (bad)
+		printf("# a network left up before the tests: %s\n", bad);
+	zcx_net_runner = getpid();
+	atexit(zcx_net_exit);
+}
+
+/* The main of a program with tests using the network (see the top). */
+#define ZCX_NET_HARNESS_MAIN ZCX_TEST_HARNESS_MAIN_WITH(zcx_net_prepare())
 
 /*
  * In a FIXTURE_SETUP whose test (or variant) runs between "nodes": the
@@ -214,9 +291,12 @@ static inline const char *zcx_net_down(void)
 	ASSERT_EQ(NULL, __why) TH_LOG("setting up the network: %s", __why);	\
 } while (0)
 
-/* In its FIXTURE_TEARDOWN: the network down, nothing left holding zcx_ib. */
+/*
+ * In its FIXTURE_TEARDOWN: nothing left holding zcx_ib, and the network
+ * kept for the program's next test.
+ */
 #define ZCX_NET_FIXTURE_DOWN() do {						\
-	const char *__bad = geteuid() ? NULL : zcx_net_down();			\
+	const char *__bad = geteuid() ? NULL : zcx_net_down(true);		\
 										\
 	EXPECT_EQ(NULL, __bad) TH_LOG("%s", __bad);				\
 } while (0)

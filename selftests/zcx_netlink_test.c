@@ -905,4 +905,4 @@ TEST(queries_race_with_teardown)
 	EXPECT_EQ(-ESRCH, zcx_nl_do_pid(ZCX_CMD_GET_STATS, getpid(), &msg));
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

@@ -256,4 +256,4 @@ TEST_F_TIMEOUT(remap, file_pages_not_in_memory_are_read_in, 300)
 	slow_fs_umount(dir);
 }
 
-TEST_HARNESS_MAIN
+ZCX_NET_HARNESS_MAIN

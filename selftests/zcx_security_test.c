@@ -1333,4 +1333,4 @@ TEST_F(sec, short_message_leaves_buffer_tail)
 	munmap(dst, 256 * KiB);
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

@@ -251,4 +251,4 @@ TEST(exit_with_fd_open_elsewhere)
 	close(sv[0]);
 }
 
-TEST_HARNESS_MAIN
+ZCX_TEST_HARNESS_MAIN

@@ -47,6 +47,26 @@ static inline unsigned int zcx_test_slowdown(void)
 }
 
 /*
+ * The programs' main, in place of the harness's TEST_HARNESS_MAIN: every
+ * test's timeout is zcx_test_slowdown() times its own, as the tests'
+ * bounded waits are, and @prepare (an expression) runs first, in the
+ * process that runs the tests.
+ */
+#define ZCX_TEST_HARNESS_MAIN_WITH(prepare)					\
+int main(int argc, char **argv)							\
+{										\
+	struct __fixture_metadata *f;						\
+	struct __test_metadata *t;						\
+										\
+	for (f = __fixture_list; f; f = f->next)				\
+		for (t = f->tests; t; t = t->next)				\
+			t->timeout *= zcx_test_slowdown();			\
+	prepare;								\
+	return test_harness_run(argc, argv);					\
+}
+#define ZCX_TEST_HARNESS_MAIN ZCX_TEST_HARNESS_MAIN_WITH((void)0)
+
+/*
  * Checks for code in forked processes, where the harness's ASSERT_*()
  * must not be used: print where and what, then make the calling function
  * return 1 (the process's exit status).  The messages are TAP comments.

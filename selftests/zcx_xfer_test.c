@@ -1328,4 +1328,4 @@ TEST_F_TIMEOUT(burst, poll_mode_needs_no_syscall_per_message, 60)
 		EXPECT_GT(BURST / 2, self->bu.syscalls);
 }
 
-TEST_HARNESS_MAIN
+ZCX_NET_HARNESS_MAIN
