@@ -75,7 +75,9 @@ for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 	echo "# running $name"
 	ran=$((ran + 1))
 	start=$SECONDS
-	timeout --kill-after=10 "$timeout" "$prog" "${args[@]}" > "$tapdir/$name.tap" 2>&1
+	# (Told to stop, a program with network tests takes its network down
+	# first: zcx_net.h.)
+	timeout --kill-after=60 "$timeout" "$prog" "${args[@]}" > "$tapdir/$name.tap" 2>&1
 	rc=$?
 	cat "$tapdir/$name.tap"
 	# What each program costs, for sizing the slow (debug-kernel) lane.

@@ -15,7 +15,8 @@
  *
  * Needs root, iproute2's "ip" and "rdma", veth and rdma_rxe (modules or
  * built in); zcxctl's output is checked too when $ZCXCTL names it.  Every
- * test leaves zcx_ib unloaded, as it found it.
+ * "ib" test leaves zcx_ib unloaded, as it found it; the "net" tests leave
+ * the network up for the next (zcx_net.h), and the program takes it down.
  */
 #include <arpa/inet.h>
 #include <dirent.h>

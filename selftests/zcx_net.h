@@ -19,6 +19,7 @@
 #ifndef ZCX_NET_H
 #define ZCX_NET_H
 
+#include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,17 +50,17 @@ static inline const char *zcx_net_rdma_type(void)
 	return type && *type ? type : "rxe";
 }
 
-/* Run a shell command quietly; its exit status. */
+/* Run a shell command line quietly; its exit status. */
 static inline int run(const char *fmt, ...)
 {
-	char cmd[512];
+	char line[480], cmd[512];
 	va_list ap;
 	int ret;
 
 	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	strncat(cmd, " >/dev/null 2>&1", sizeof(cmd) - strlen(cmd) - 1);
+	snprintf(cmd, sizeof(cmd), "{ %s; } >/dev/null 2>&1", line);
 	ret = system(cmd);
 	return WIFEXITED(ret) ? WEXITSTATUS(ret) : -1;
 }
@@ -160,8 +161,8 @@ static inline bool rdma_port_active(int tries)
 /* zcx_ib's keepalive_ms when loaded (zcx_ib_test sets others). */
 #define BACKEND_KEEPALIVE_MS	10000
 
-/* Whether zcx_ib is loaded as zcx_net_up() loads it, listening at NET_IP. */
-static inline bool backend_as_loaded_for_tests(void)
+/* Whether zcx_ib is loaded listening at NET_IP, as zcx_net_up() loads it. */
+static inline bool backend_listens_for_tests(void)
 {
 	char addr[64] = "";
 	FILE *f = fopen(BACKEND_PARAM("listen"), "r");
@@ -171,8 +172,14 @@ static inline bool backend_as_loaded_for_tests(void)
 	if (!fgets(addr, sizeof(addr), f))
 		addr[0] = '\0';
 	fclose(f);
-	return strcmp(addr, NET_IP "\n") == 0 &&
-	       zcx_test_read_number(BACKEND_PARAM("keepalive_ms")) == BACKEND_KEEPALIVE_MS;
+	return strcmp(addr, NET_IP "\n") == 0;
+}
+
+/* Whether any part of the tests' network is up (zcx_ib loaded otherwise is not). */
+static inline bool zcx_net_present(void)
+{
+	return netdev_exists(VETH) || rdma_device_exists(RXE) ||
+	       rdma_device_exists(RXE_RENAMED) || backend_listens_for_tests();
 }
 
 /*
@@ -183,13 +190,17 @@ static inline bool backend_as_loaded_for_tests(void)
 static inline bool zcx_net_reusable(void)
 {
 	return netdev_exists(VETH) && rdma_device_exists(RXE) && rdma_port_active(1) &&
-	       zcx_module_loaded("zcx_ib") && backend_as_loaded_for_tests() &&
+	       backend_listens_for_tests() &&
+	       zcx_test_read_number(BACKEND_PARAM("keepalive_ms")) == BACKEND_KEEPALIVE_MS &&
 	       zcx_test_read_number("/sys/module/zcx_ib/refcnt") == 0;
 }
 
 /* The devices, the address and zcx_ib listening on it; NULL or what failed. */
 static inline const char *zcx_net_up(void)
 {
+	/* After a test killed by its timeout its connections still go down. */
+	if (zcx_module_loaded("zcx_ib") && !backend_idle())
+		return "zcx_ib still held";
 	if (zcx_net_reusable())
 		return NULL;
 	if (zcx_module_loaded("zcx_ib") && zcx_module_unload("zcx_ib"))
@@ -251,7 +262,7 @@ static inline void zcx_net_exit(void)
 {
 	const char *bad;
 
-	if (getpid() != zcx_net_runner)
+	if (getpid() != zcx_net_runner || !zcx_net_present())
 		return;
 	bad = zcx_net_down(false);
 	if (bad) {
@@ -261,22 +272,48 @@ static inline void zcx_net_exit(void)
 	}
 }
 
-/* Before the tests: what a killed program left taken down; ours at exit. */
-static inline void zcx_net_prepare(void)
+/*
+ * Told to stop (run_tests.sh's timeout for the program): the test running
+ * and its processes killed, as the harness's own timeout does, and the
+ * network taken down at exit.  Not async-signal-safe: the program ends.
+ */
+static inline void zcx_net_terminated(int sig)
+{
+	if (getpid() != zcx_net_runner) {
+		/* A test's process: as if never caught. */
+		signal(sig, SIG_DFL);
+		raise(sig);
+		return;
+	}
+	if (__active_test)
+		kill(-__active_test->pid, SIGKILL);
+	exit(1);
+}
+
+/*
+ * Before the tests (none when only listing or helping): what a killed
+ * program left taken down; ours at exit, or when told to stop.
+ */
+static inline void zcx_net_prepare(int argc, char **argv)
 {
 	const char *bad;
+	int i;
 
+	for (i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "-l") || !strcmp(argv[i], "-h"))
+			return;
 	if (geteuid() != 0)
 		return;
-	bad = zcx_net_down(false);
+	bad = zcx_net_present() ? zcx_net_down(false) : NULL;
 	if (bad)
-		printf("# a network left up before the tests: %s\n", bad);
+		fprintf(stderr, "# a network left up before the tests: %s\n", bad);
 	zcx_net_runner = getpid();
 	atexit(zcx_net_exit);
+	signal(SIGTERM, zcx_net_terminated);
 }
 
 /* The main of a program with tests using the network (see the top). */
-#define ZCX_NET_HARNESS_MAIN ZCX_TEST_HARNESS_MAIN_WITH(zcx_net_prepare())
+#define ZCX_NET_HARNESS_MAIN ZCX_TEST_HARNESS_MAIN_WITH(zcx_net_prepare(argc, argv))
 
 /*
  * In a FIXTURE_SETUP whose test (or variant) runs between "nodes": the
