@@ -132,13 +132,18 @@ vm_lane() {
 # The reliability lane (the debug kernel booted, its module built as
 # $1): the selftests again, slower under KASAN and lockdep in TCG, so the
 # tests size their loops down under ZCX_SLOW, and two guests (one host
-# CPU each: nothing else runs now) share the programs.
+# CPU each: nothing else runs now) share the programs.  Not the programs
+# of user-space plumbing only (PMIx bootstrap, the verbs interposer):
+# their kernel paths are the other programs', and starting programs is
+# what the debug kernel is slowest at (they took 8 of its 60 guest-minutes).
+debug_skip="zcx_pmix_test.sh zcx_preload_test.sh"
 run_debug_lane() {
 	local ko=$1 claims=$top/build/vm/check-debug-claims half tap
 	rm -rf "$claims" && mkdir -p "$claims"
 	for half in debug-a debug-b; do
 		tap=$top/build/vm/check-$half/tap
 		vm_lane_start $half "env ZCX_SLOW=1 ZCX_CLAIM_DIR=$claims ZCX_KO=$ko \
+			ZCX_SKIP_PROGRAMS='$debug_skip' \
 			selftests/run_tests.sh build/selftests '$tap'" \
 			--kernel debug --module tree --ko "$ko" --timeout 2400
 	done
@@ -147,12 +152,14 @@ run_debug_lane() {
 	step debug-lane-complete debug_lane_complete "$claims"
 }
 
-# Every selftest program was claimed by one of the debug lane's guests.
+# Every selftest program not left out was claimed by one of the debug
+# lane's guests.
 debug_lane_complete() {
 	local claims=$1 prog name rc=0
 	for prog in build/selftests/zcx_*_test* selftests/zcx_*_test.sh; do
 		[ -x "$prog" ] || continue
 		name=$(basename "$prog")
+		case " $debug_skip " in *" $name "*) continue ;; esac
 		[ -d "$claims/$name" ] || { echo "not run: $name"; rc=1; }
 	done
 	return $rc

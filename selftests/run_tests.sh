@@ -11,6 +11,9 @@
 # several guests split the programs between them, each running those it
 # claims first; check.sh's debug lane runs two such guests side by side.
 #
+# ZCX_SKIP_PROGRAMS="NAME...": programs not to run (check.sh's debug lane
+# leaves out those that test only user-space plumbing).
+#
 # ZCX_NET_ONLY=1: only the cases that go through zcx_ib (the programs'
 # network variants), for a run over another kind of RDMA device
 # (ZCX_TEST_RDMA=siw, selftests/zcx_net.h).
@@ -62,6 +65,7 @@ status=0 ran=0
 for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 	[ -x "$prog" ] || continue
 	name=$(basename "$prog")
+	case " ${ZCX_SKIP_PROGRAMS:-} " in *" $name "*) continue ;; esac
 	args=()
 	if [ "${ZCX_NET_ONLY:-}" = 1 ]; then
 		cases=$(net_cases "$name") || continue
