@@ -17,10 +17,11 @@
 # host step and every selftest case of every kernel.  Exits non-zero on
 # any failure.
 #
-# Then the reliability lane: the same selftests on the debug kernel
-# (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault injection;
-# built once and cached, in the background while the other lanes run), in
-# two guests that share the programs, each with a kmemleak scan after them.
+# Beside all that, the reliability lane: the same selftests on the debug
+# kernel (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault
+# injection; built once and cached), in two guests that share the programs,
+# each with a kmemleak scan after them: the first as soon as the kernel is
+# built, the second when the other lanes are done.
 #
 # Environment:
 #   ZCX_QUICK=1          6.12 only, module built from the tree (no DKMS,
@@ -129,33 +130,67 @@ vm_lane() {
 	vm_lane_end "$1"
 }
 
-# The reliability lane (the debug kernel booted, its module built as
-# $1): the selftests again, slower under KASAN and lockdep in TCG, so the
-# tests size their loops down under ZCX_SLOW, and two guests (one host
-# CPU each: nothing else runs now) share the programs.  Not the programs
-# of user-space plumbing only (PMIx bootstrap, the verbs interposer):
-# their kernel paths are the other programs', and starting programs is
-# what the debug kernel is slowest at (they took 8 of its 60 guest-minutes).
+# The reliability lane: the selftests again on the debug kernel, slower
+# under KASAN and lockdep in TCG, so the tests size their loops down under
+# ZCX_SLOW, and two guests (debug-a, debug-b; one host CPU each) share the
+# programs.  Not the programs of user-space plumbing only (PMIx bootstrap,
+# the verbs interposer): their kernel paths are the other programs', and
+# starting programs is what the debug kernel is slowest at (they took 8 of
+# its 60 guest-minutes).
 debug_skip="zcx_pmix_test.sh zcx_preload_test.sh"
-run_debug_lane() {
-	local ko=$1 claims=$top/build/vm/check-debug-claims half tap
-	rm -rf "$claims" && mkdir -p "$claims"
-	for half in debug-a debug-b; do
-		tap=$top/build/vm/check-$half/tap
-		vm_lane_start $half "env ZCX_SLOW=1 ZCX_CLAIM_DIR=$claims ZCX_KO=$ko \
-			ZCX_SKIP_PROGRAMS='$debug_skip' \
-			selftests/run_tests.sh build/selftests '$tap'" \
-			--kernel debug --module tree --ko "$ko" --timeout 2400
-	done
-	vm_lane_end debug-a
-	vm_lane_end debug-b
-	step debug-lane-complete debug_lane_complete "$claims"
+# The longest there first, so that the two guests run out of work together.
+debug_first="zcx_barrier_test zcx_xfer_test zcx_fault_test zcx_ib_test zcx_verbs_test"
+debug_first+=" zcx_netlink_test zcx_remap_test zcx_fuzz_test.sh zcx_failinject_test"
+debug_claims=$top/build/vm/check-debug-claims
+
+# debug_lane_start HALF: boot one of the two guests, in the background.
+debug_lane_start() {
+	local tap=$top/build/vm/check-$1/tap
+	vm_lane_start "$1" "env ZCX_SLOW=1 ZCX_CLAIM_DIR=$debug_claims ZCX_KO=$debug_ko \
+		ZCX_SKIP_PROGRAMS='$debug_skip' ZCX_FIRST_PROGRAMS='$debug_first' \
+		selftests/run_tests.sh build/selftests '$tap'" \
+		--kernel debug --module tree --ko "$debug_ko" --timeout 2400
+}
+
+# debug_build_then_lane: in the background from the start, beside the other
+# lanes, holding the lock $debug_lock until the debug kernel (cached, or
+# built on what the other lanes leave of the CPUs) and its zcx.ko are
+# built; then runs debug-a at once, so that it fills a CPU the other lanes
+# leave idle.  Its counts go to $debug_state for the main shell to add.
+debug_build_then_lane() {
+	local start=$SECONDS rc dkdir dkver
+	passed=0 failed=0 skipped=0 failures=()
+	nice -n 10 scripts/debug-kernel.sh > "$logdir/debug-kernel.log" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		passed=$((passed + 1))
+		printf 'ok    %-32s %4ds\n' debug-kernel $((SECONDS - start))
+		dkdir=$(scripts/debug-kernel.sh --print)
+		dkver=$(cat "$dkdir/kernelrelease")
+		step module-debug make -C "$top" module KVER="$dkver" KDIR="$dkdir/src" &&
+			echo "$top/build/kmod-$dkver/zcx.ko" > "$debug_ready"
+	else
+		failed=$((failed + 1))
+		failures+=("debug-kernel: exit $rc (log: build/logs/debug-kernel.log)")
+		printf 'FAIL  %-32s %4ds  build/logs/debug-kernel.log\n' debug-kernel \
+			$((SECONDS - start))
+	fi
+	exec {debug_lock_fd}>&-
+	if [ -s "$debug_ready" ]; then
+		debug_ko=$(cat "$debug_ready")
+		debug_lane_start debug-a
+		vm_lane_end debug-a
+	fi
+	{
+		echo "$passed $failed $skipped"
+		[ ${#failures[@]} -eq 0 ] || printf '%s\n' "${failures[@]}"
+	} > "$debug_state"
 }
 
 # Every selftest program not left out was claimed by one of the debug
 # lane's guests.
 debug_lane_complete() {
-	local claims=$1 prog name rc=0
+	local claims=$debug_claims prog name rc=0
 	for prog in build/selftests/zcx_*_test* selftests/zcx_*_test.sh; do
 		[ -x "$prog" ] || continue
 		name=$(basename "$prog")
@@ -196,14 +231,6 @@ debug_lane=1 deps=()
 # All packages now: apt must not run beside the package steps below.
 [ $debug_lane = 0 ] || deps=(--debug-kernel)
 step install-deps scripts/install-deps.sh "${deps[@]}" || exit 1
-debug_pid=''
-if [ $debug_lane = 1 ]; then
-	# The guests below run on one host CPU (single-threaded TCG): build the
-	# debug kernel, if it is not cached, on what is left.
-	debug_start=$SECONDS
-	nice -n 10 scripts/debug-kernel.sh > "$logdir/debug-kernel.log" 2>&1 &
-	debug_pid=$!
-fi
 mapfile -t kernels < <(scripts/kernels.sh)
 if [ ${#kernels[@]} -eq 0 ]; then
 	echo "no kernel to test" >&2
@@ -215,6 +242,20 @@ step build-selftests make -C "$top" selftests
 step build-zcxctl make -C "$top" zcxctl
 # zcx_pmix_test.sh runs examples/zcx_pmix_ring.
 step build-examples make -C "$top" examples
+# The debug lane from here on, in the background: debug-a needs the
+# selftests built.
+if [ $debug_lane = 1 ]; then
+	debug_lock=$logdir/debug-build.lock debug_ready=$logdir/debug-build.ready
+	debug_state=$logdir/debug-lane.state
+	rm -rf "$debug_ready" "$debug_state" "$debug_claims"
+	mkdir -p "$debug_claims"
+	# Taken here, so that the main shell cannot take it before the build.
+	exec {debug_lock_fd}>"$debug_lock"
+	flock "$debug_lock_fd"
+	debug_build_then_lane &
+	debug_pid=$!
+	exec {debug_lock_fd}>&-
+fi
 if [ "$quick" != 1 ]; then
 	step checkpatch checkpatch
 	step man-pages man_pages
@@ -284,24 +325,23 @@ if [[ $siw_kver == 6.12.* ]] && [ "${lane_kver:-}" = "$siw_kver" ] &&
 fi
 
 if [ $debug_lane = 1 ]; then
-	# Timed from the start: it built beside the other lanes.
+	# debug-b, once the kernel and module are built (debug-a may be well
+	# on by then), then both guests' counts and the claims.
+	flock "$debug_lock" true
+	if [ -s "$debug_ready" ]; then
+		debug_ko=$(cat "$debug_ready")
+		debug_lane_start debug-b
+		vm_lane_end debug-b
+	fi
 	wait "$debug_pid"
-	rc=$?
-	if [ $rc -eq 0 ]; then
-		passed=$((passed + 1))
-		printf 'ok    %-32s %4ds\n' debug-kernel $((SECONDS - debug_start))
-		dkdir=$(scripts/debug-kernel.sh --print)
-		dkver=$(cat "$dkdir/kernelrelease")
-		dko=$top/build/kmod-$dkver/zcx.ko
-		if step module-debug make -C "$top" module KVER="$dkver" KDIR="$dkdir/src"; then
-			run_debug_lane "$dko"
-		fi
+	if { read -r p f k && mapfile -t debug_failures; } < "$debug_state" 2>/dev/null; then
+		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
+		failures+=("${debug_failures[@]}")
 	else
 		failed=$((failed + 1))
-		failures+=("debug-kernel: exit $rc (log: build/logs/debug-kernel.log)")
-		printf 'FAIL  %-32s %4ds  build/logs/debug-kernel.log\n' debug-kernel \
-			$((SECONDS - debug_start))
+		failures+=("debug lane: no result (log: build/logs/debug-kernel.log)")
 	fi
+	[ ! -s "$debug_ready" ] || step debug-lane-complete debug_lane_complete
 fi
 
 if [ ${#failures[@]} -gt 0 ]; then

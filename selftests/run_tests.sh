@@ -14,6 +14,9 @@
 # ZCX_SKIP_PROGRAMS="NAME...": programs not to run (check.sh's debug lane
 # leaves out those that test only user-space plumbing).
 #
+# ZCX_FIRST_PROGRAMS="NAME...": these first, in this order (check.sh's debug
+# lane names its longest, so that its guests run out of work together).
+#
 # ZCX_NET_ONLY=1: only the cases that go through zcx_ib (the programs'
 # network variants), for a run over another kind of RDMA device
 # (ZCX_TEST_RDMA=siw, selftests/zcx_net.h).
@@ -60,9 +63,23 @@ net_cases() {
 	esac
 }
 
-status=0 ran=0
-# Compiled programs, then the scripts (kselftest's TEST_PROGS).
+# Compiled programs, then the scripts (kselftest's TEST_PROGS); those of
+# ZCX_FIRST_PROGRAMS moved to the front.
+progs=()
+for name in ${ZCX_FIRST_PROGRAMS:-}; do
+	for prog in "$bindir/$name" "$here/$name"; do
+		if [ -x "$prog" ]; then
+			progs+=("$prog")
+			break
+		fi
+	done
+done
 for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
+	case " ${ZCX_FIRST_PROGRAMS:-} " in *" $(basename "$prog") "*) ;; *) progs+=("$prog") ;; esac
+done
+
+status=0 ran=0
+for prog in "${progs[@]}"; do
 	[ -x "$prog" ] || continue
 	name=$(basename "$prog")
 	case " ${ZCX_SKIP_PROGRAMS:-} " in *" $name "*) continue ;; esac
