@@ -21,7 +21,8 @@
 # kernel (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault
 # injection; built once and cached), in two guests that share the programs,
 # each with a kmemleak scan after them: the first as soon as the kernel is
-# built, the second when the other lanes are done.
+# built (in the background once the selftests are), the second when the
+# other lanes are done.
 #
 # Environment:
 #   ZCX_QUICK=1          6.12 only, module built from the tree (no DKMS,
@@ -152,23 +153,25 @@ debug_lane_start() {
 		--kernel debug --module tree --ko "$debug_ko" --timeout 2400
 }
 
-# debug_build_then_lane: in the background from the start, beside the other
-# lanes, holding the lock $debug_lock until the debug kernel (cached, or
-# built on what the other lanes leave of the CPUs) and its zcx.ko are
-# built; then runs debug-a at once, so that it fills a CPU the other lanes
-# leave idle.  Its counts go to $debug_state for the main shell to add.
+# debug_build_then_lane: in the background once the selftests are built,
+# beside the other lanes and below them (nice), holding the lock
+# $debug_lock (fd $debug_lock_fd, which nothing it starts inherits) until
+# the debug kernel (cached, or built) and its zcx.ko are built; then runs
+# debug-a at once, on what the other lanes leave of the CPUs.  Its counts
+# go to $debug_state for the main shell to add.
 debug_build_then_lane() {
 	local start=$SECONDS rc dkdir dkver
 	passed=0 failed=0 skipped=0 failures=()
-	nice -n 10 scripts/debug-kernel.sh > "$logdir/debug-kernel.log" 2>&1
+	renice -n 10 -p "$BASHPID" > /dev/null
+	scripts/debug-kernel.sh > "$logdir/debug-kernel.log" 2>&1 {debug_lock_fd}>&-
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		passed=$((passed + 1))
 		printf 'ok    %-32s %4ds\n' debug-kernel $((SECONDS - start))
 		dkdir=$(scripts/debug-kernel.sh --print)
 		dkver=$(cat "$dkdir/kernelrelease")
-		step module-debug make -C "$top" module KVER="$dkver" KDIR="$dkdir/src" &&
-			echo "$top/build/kmod-$dkver/zcx.ko" > "$debug_ready"
+		step module-debug make -C "$top" module KVER="$dkver" KDIR="$dkdir/src" \
+			{debug_lock_fd}>&- && echo "$top/build/kmod-$dkver/zcx.ko" > "$debug_ready"
 	else
 		failed=$((failed + 1))
 		failures+=("debug-kernel: exit $rc (log: build/logs/debug-kernel.log)")
@@ -251,7 +254,7 @@ if [ $debug_lane = 1 ]; then
 	mkdir -p "$debug_claims"
 	# Taken here, so that the main shell cannot take it before the build.
 	exec {debug_lock_fd}>"$debug_lock"
-	flock "$debug_lock_fd"
+	flock "$debug_lock_fd" || exit 1
 	debug_build_then_lane &
 	debug_pid=$!
 	exec {debug_lock_fd}>&-
@@ -334,7 +337,7 @@ if [ $debug_lane = 1 ]; then
 		vm_lane_end debug-b
 	fi
 	wait "$debug_pid"
-	if { read -r p f k && mapfile -t debug_failures; } < "$debug_state" 2>/dev/null; then
+	if [ -f "$debug_state" ] && { read -r p f k && mapfile -t debug_failures; } < "$debug_state"; then
 		passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + k))
 		failures+=("${debug_failures[@]}")
 	else

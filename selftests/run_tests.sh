@@ -67,6 +67,7 @@ net_cases() {
 # ZCX_FIRST_PROGRAMS moved to the front.
 progs=()
 for name in ${ZCX_FIRST_PROGRAMS:-}; do
+	case " ${progs[*]##*/} " in *" $name "*) continue ;; esac
 	for prog in "$bindir/$name" "$here/$name"; do
 		if [ -x "$prog" ]; then
 			progs+=("$prog")
