@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "zcx_internal.h"
 
@@ -23,6 +24,7 @@ struct zcx_bar_member {
 	struct zcx_bar_state *state;	/* mapped; NULL: not a member */
 	uint32_t nprocs;
 	uint32_t arrivals;		/* so far: the next one's round */
+	uint32_t yield_every;		/* polls between sched_yield()s */
 };
 
 /* Where a barrier request is (zcx_req.phase_). */
@@ -369,12 +371,12 @@ ZCX_EXPORT int zcx_ep_flush(struct zcx_ep *ep)
  * One poll's pause.  When what we wait for runs in other threads (a
  * polled endpoint's kernel thread, the other members of a barrier), they
  * may be waiting for this very CPU on a node with more threads than CPUs:
- * give them a turn now and then (@yield).  sched_yield() with nobody else
- * runnable returns at once.
+ * give them a turn every @yield_every polls (0: never).  sched_yield()
+ * with nobody else runnable returns at once.
  */
-static void zcx_spin_pause(struct zcx_ep *ep, unsigned long spins, bool yield)
+static void zcx_spin_pause(struct zcx_ep *ep, unsigned long spins, unsigned int yield_every)
 {
-	if (yield && !(spins % ZCX_YIELD_EVERY)) {
+	if (yield_every && !(spins % yield_every)) {
 		__atomic_add_fetch(&ep->syscalls, 1, __ATOMIC_RELAXED);
 		sched_yield();
 	} else {
@@ -466,12 +468,13 @@ static bool zcx_bar_progress(struct zcx_ep *ep, struct zcx_req *req)
 static int zcx_bar_wait(struct zcx_ep *ep, struct zcx_req *req)
 {
 	struct zcx_sqe sqe = { .opcode = ZCX_OP_BARRIER, .peer = req->bar_ - 1u };
+	const struct zcx_bar_member *m = &ep->bars[req->bar_ - 1];
 	unsigned long spins;
 	int ret;
 
 	for (spins = 0; !zcx_bar_progress(ep, req); spins++) {
 		if (spins < ep->spin) {
-			zcx_spin_pause(ep, spins + 1, true);
+			zcx_spin_pause(ep, spins + 1, m->yield_every);
 			continue;
 		}
 		if (req->phase_ == ZCX_BAR_TURN) {
@@ -541,7 +544,8 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 		if (spins < ep->spin) {
 			spins++;
 			if (!zcx_cq_pending(ep)) {
-				zcx_spin_pause(ep, spins, zcx_poller_may_wait(ep));
+				zcx_spin_pause(ep, spins,
+					       zcx_poller_may_wait(ep) ? ZCX_YIELD_EVERY : 0);
 				continue;
 			}
 		}
@@ -743,6 +747,20 @@ ZCX_EXPORT int zcx_unexpose(struct zcx *zcx, uint64_t rkey)
 	return ret ? ret : zcx_ioctl(zcx, ZCX_IOC_UNEXPOSE, &arg);
 }
 
+/*
+ * How often a member spinning on a barrier of @nprocs gives way.  With
+ * more members than the node has CPUs, they take turns: the round waits
+ * for members that are not running, so yield at every poll, or the other
+ * members of our CPU wait out our whole spin.  (A job confined to fewer
+ * CPUs than the node has is not recognised, and yields less often.)
+ */
+static uint32_t zcx_bar_yield_every(uint32_t nprocs)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+	return cpus > 0 && cpus < nprocs ? 1 : ZCX_YIELD_EVERY;
+}
+
 /* Map the state page of membership @bar. */
 static int zcx_bar_map(struct zcx_ep *ep, uint32_t bar, uint32_t nprocs, uint64_t offset)
 {
@@ -754,7 +772,9 @@ static int zcx_bar_map(struct zcx_ep *ep, uint32_t bar, uint32_t nprocs, uint64_
 		     ep->zcx->fd, (off_t)offset);
 	if (state == MAP_FAILED)
 		return -errno;
-	ep->bars[bar] = (struct zcx_bar_member){ .state = state, .nprocs = nprocs };
+	ep->bars[bar] = (struct zcx_bar_member){
+		.state = state, .nprocs = nprocs, .yield_every = zcx_bar_yield_every(nprocs),
+	};
 	return 0;
 }
 

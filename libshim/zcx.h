@@ -175,7 +175,8 @@ uint64_t zcx_events_head(const struct zcx *zcx);
  * Waiting spins on the completion ring before sleeping in the module:
  * ZCX_SPIN (environment) sets the number of polls (default 20000, 200000
  * on a ZCX_EP_POLL endpoint); set it to 0 when a node runs more processes
- * than CPUs, where spinning only delays the others.
+ * than CPUs, where spinning only delays the others (barriers excepted:
+ * see below).
  */
 struct zcx_ep;
 
@@ -265,7 +266,8 @@ int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
  * member went away.  Arriving and waiting happen in a page the members
  * share, without system calls; a member that waited ZCX_SPIN polls sleeps
  * in the module; it yields the CPU every 256 polls, for members that may
- * be waiting for it.  A second zcx_ibarrier() on the same barrier before the
+ * be waiting for it, or at every poll when the barrier has more members
+ * than the node has CPUs.  A second zcx_ibarrier() on the same barrier before the
  * first completed arrives once the first's round is over.  If mapping the
  * barrier's page fails (an mmap() errno such as -ENOMEM), the endpoint
  * has joined but can never arrive: destroy it, which breaks the barrier.

@@ -2,14 +2,17 @@
 /*
  * zcx_barrier_test - barriers across processes: groups of 2, 3, 8 and 64
  * processes pass 10,000 rounds each (3 on polled endpoints 1,000;
- * ZCX_BARRIER_ROUNDS overrides the count), checked every round; a member that leaves (exit, SIGKILL,
- * destroyed endpoint, closed handle) breaks the barrier and the others
- * get -ECONNRESET instead of hanging; the create/join rules.  The same
- * for libzcx's groups (zcx_group_barrier(), the barrier across nodes), on
- * this node and through the RDMA backend (zcx_net.h).
+ * ZCX_BARRIER_ROUNDS overrides the count), checked every round; a member
+ * that leaves (exit, SIGKILL, destroyed endpoint, closed handle) breaks
+ * the barrier and the others get -ECONNRESET instead of hanging; the
+ * create/join rules.  The same for libzcx's groups (zcx_group_barrier(),
+ * the barrier across nodes), on this node and through the RDMA backend
+ * (zcx_net.h).
  *
  * Every member is a forked process with its own handle and endpoint; with
- * more members than CPUs they wait without spinning (ZCX_SPIN=0).
+ * more members than CPUs they wait without spinning (ZCX_SPIN=0), but in
+ * group.n8_spin, where they spin as by default (libzcx then yields at
+ * every poll).
  * Round check: before arriving at round r a member writes r + 1 into its
  * slot of a shared array; after the barrier every slot must hold r + 1
  * (or r + 2, from a member already past the barrier): a barrier that let
@@ -50,6 +53,7 @@ struct group {
 	unsigned int n;
 	unsigned int ep_flags;
 	enum spread spread;
+	bool spin;		/* spin even with more members than CPUs */
 	pid_t pid[MAX_MEMBERS];
 	/* Shared with the members. */
 	struct shared {
@@ -105,7 +109,7 @@ static void member_main(struct group *g, unsigned int me, pid_t parent, member_f
 	 * More members than CPUs: a member spinning for its completion only
 	 * keeps the ones it waits for off the CPU.  Sleep at once.
 	 */
-	if (g->n > sysconf(_SC_NPROCESSORS_ONLN))
+	if (g->n > sysconf(_SC_NPROCESSORS_ONLN) && !g->spin)
 		setenv("ZCX_SPIN", "0", 1);
 	close(g->ready[0]);
 	close(g->go[1]);
@@ -134,7 +138,7 @@ static void member_main(struct group *g, unsigned int me, pid_t parent, member_f
 
 /* Fork the members, let them set up, release them: 0 or -1. */
 static int group_start(struct group *g, unsigned int n, unsigned int ep_flags,
-		       enum spread spread, member_fn fn, void *arg)
+		       enum spread spread, bool spin, member_fn fn, void *arg)
 {
 	pid_t parent = getpid();
 	unsigned int i;
@@ -144,6 +148,7 @@ static int group_start(struct group *g, unsigned int n, unsigned int ep_flags,
 	g->n = n;
 	g->ep_flags = ep_flags | (spread == SPREAD_NET ? ZCX_EP_NET : 0);
 	g->spread = spread;
+	g->spin = spin;
 	g->sh = xmap_shared(sizeof(*g->sh));
 	if (!g->sh || pipe(g->ready) || pipe(g->go) || pipe(g->finish))
 		return -1;
@@ -235,12 +240,15 @@ FIXTURE(group) {
 FIXTURE_VARIANT(group) {
 	unsigned int n;
 	unsigned int ep_flags;
+	bool spin;
 };
 
 /* On 2 CPUs, more than 2 members sleep in the module at once (ZCX_SPIN=0). */
 FIXTURE_VARIANT_ADD(group, n2) { .n = 2 };
 FIXTURE_VARIANT_ADD(group, n3) { .n = 3 };
 FIXTURE_VARIANT_ADD(group, n8) { .n = 8 };
+/* Or spin, taking turns on the CPUs. */
+FIXTURE_VARIANT_ADD(group, n8_spin) { .n = 8, .spin = true };
 FIXTURE_VARIANT_ADD(group, n64) { .n = 64 };
 FIXTURE_VARIANT_ADD(group, n3_polled) { .n = 3, .ep_flags = ZCX_EP_POLL };
 
@@ -265,8 +273,8 @@ TEST_F_TIMEOUT(group, rounds, 600)
 	if (variant->ep_flags & ZCX_EP_POLL)
 		n = n / 10 ? n / 10 : 1;
 
-	ASSERT_EQ(0, group_start(&self->g, variant->n, variant->ep_flags, SPREAD_NONE, rounds_fn,
-				 &n));
+	ASSERT_EQ(0, group_start(&self->g, variant->n, variant->ep_flags, SPREAD_NONE, variant->spin,
+				 rounds_fn, &n));
 	for (i = 0; i < variant->n; i++) {
 		int status = group_reap(&self->g, i);
 
@@ -370,7 +378,7 @@ TEST_F_TIMEOUT(broken, others_get_econnreset, 90)
 	unsigned int i;
 	char c;
 
-	ASSERT_EQ(0, group_start(&self->g, BROKEN_N, 0, SPREAD_NONE, broken_fn, &b));
+	ASSERT_EQ(0, group_start(&self->g, BROKEN_N, 0, SPREAD_NONE, false, broken_fn, &b));
 	if (b.how == LEAVE_KILL) {
 		ASSERT_EQ(0, xread(self->g.ready[0], &c, 1));
 		ASSERT_EQ(0, kill(self->g.pid[b.victim], SIGKILL));
@@ -437,7 +445,7 @@ TEST_F_TIMEOUT(spread, rounds, 600)
 	uint64_t t0 = xnow_ns();
 
 	n = n ? n : 1;
-	ASSERT_EQ(0, group_start(&self->g, variant->n, 0, variant->spread, rounds_fn, &n));
+	ASSERT_EQ(0, group_start(&self->g, variant->n, 0, variant->spread, false, rounds_fn, &n));
 	for (i = 0; i < variant->n; i++)
 		EXPECT_EQ(0, group_reap(&self->g, i)) TH_LOG("member %u", i);
 	TH_LOG("%u processes, %u rounds: %.1f us per round", variant->n, n,
@@ -474,7 +482,7 @@ TEST_F_TIMEOUT(spread, member_killed, 300)
 	unsigned int victim = variant->n / 2, i;
 	char c;
 
-	ASSERT_EQ(0, group_start(&self->g, variant->n, 0, variant->spread, spread_killed_fn,
+	ASSERT_EQ(0, group_start(&self->g, variant->n, 0, variant->spread, false, spread_killed_fn,
 				 &victim));
 	for (i = 0; i < variant->n; i++)
 		ASSERT_EQ(0, xread(self->g.ready[0], &c, 1));
