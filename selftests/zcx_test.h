@@ -65,9 +65,9 @@ int main(int argc, char **argv)							\
 	struct __fixture_metadata *f;						\
 	struct __test_metadata *t;						\
 										\
-	for (f = __fixture_list; f; f = f->next)				\
-		for (t = f->tests; t; t = t->next)				\
-			if (zcx_test_slowdown() > 1)				\
+	if (zcx_test_slowdown() > 1)						\
+		for (f = __fixture_list; f; f = f->next)			\
+			for (t = f->tests; t; t = t->next)			\
 				t->timeout *= ZCX_SLOW_TEST_TIMEOUT;		\
 	prepare;								\
 	return test_harness_run(argc, argv);					\
