@@ -46,6 +46,31 @@ failed=0
 skipped=0
 failures=()
 
+# kill_tree PID...: stop each process (so that it starts nothing new),
+# take its descendants down the same way, then terminate it.
+kill_tree() {
+	local pid
+	for pid; do
+		kill -STOP "$pid" 2> /dev/null || continue
+		# shellcheck disable=SC2046 # one PID per word
+		kill_tree $(cat /proc/"$pid"/task/*/children 2> /dev/null)
+		kill -TERM "$pid" 2> /dev/null
+		kill -CONT "$pid" 2> /dev/null
+	done
+}
+
+# Interrupted: the guests and the debug build run in the background, where
+# a script's jobs ignore SIGINT; take them down too.
+on_signal() {
+	trap - INT TERM
+	echo "check.sh: interrupted, stopping the guests and builds" >&2
+	# shellcheck disable=SC2046
+	kill_tree $(jobs -p)
+	exit "$1"
+}
+trap 'on_signal 130' INT
+trap 'on_signal 143' TERM
+
 # step NAME COMMAND...: run a host step, log to build/logs/NAME.log.
 step() {
 	local name=$1 start rc
