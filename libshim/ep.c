@@ -474,6 +474,12 @@ static int zcx_bar_wait(struct zcx_ep *ep, struct zcx_req *req)
 
 	for (spins = 0; !zcx_bar_progress(ep, req); spins++) {
 		if (spins < ep->spin) {
+			/*
+			 * Yielding at every poll, each counts as the polls
+			 * between two yields: as many yields before sleeping.
+			 */
+			if (m->yield_every == 1)
+				spins += ZCX_YIELD_EVERY - 1;
 			zcx_spin_pause(ep, spins + 1, m->yield_every);
 			continue;
 		}
@@ -758,7 +764,7 @@ static uint32_t zcx_bar_yield_every(uint32_t nprocs)
 {
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
-	return cpus > 0 && cpus < nprocs ? 1 : ZCX_YIELD_EVERY;
+	return cpus > 0 && (unsigned long)cpus < nprocs ? 1 : ZCX_YIELD_EVERY;
 }
 
 /* Map the state page of membership @bar. */

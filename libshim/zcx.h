@@ -175,8 +175,9 @@ uint64_t zcx_events_head(const struct zcx *zcx);
  * Waiting spins on the completion ring before sleeping in the module:
  * ZCX_SPIN (environment) sets the number of polls (default 20000, 200000
  * on a ZCX_EP_POLL endpoint); set it to 0 when a node runs more processes
- * than CPUs, where spinning only delays the others (barriers excepted:
- * see below).
+ * than CPUs, where spinning only delays the others.  It is also a barrier
+ * member's spin (below), which on such a node yields at every poll and
+ * costs less than sleeping: leave it unset when waits are mostly barriers.
  */
 struct zcx_ep;
 
@@ -266,9 +267,10 @@ int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
  * member went away.  Arriving and waiting happen in a page the members
  * share, without system calls; a member that waited ZCX_SPIN polls sleeps
  * in the module; it yields the CPU every 256 polls, for members that may
- * be waiting for it, or at every poll when the barrier has more members
- * than the node has CPUs.  A second zcx_ibarrier() on the same barrier before the
- * first completed arrives once the first's round is over.  If mapping the
+ * be waiting for it, or, when the barrier has more members than the node
+ * has CPUs, at every poll, each yield counting as 256 polls.  A second
+ * zcx_ibarrier() on the same barrier before the first completed arrives
+ * once the first's round is over.  If mapping the
  * barrier's page fails (an mmap() errno such as -ENOMEM), the endpoint
  * has joined but can never arrive: destroy it, which breaks the barrier.
  */
@@ -333,9 +335,9 @@ int zcx_wait(struct zcx_ep *ep, struct zcx_req *req);
 int zcx_ep_flush(struct zcx_ep *ep);
 
 /*
- * System calls the library made on this endpoint (doorbells, waits and,
- * on a polled endpoint, yields): with ZCX_EP_POLL, a busy endpoint whose
- * polling thread has a CPU makes none per message.
+ * System calls the library made on this endpoint (doorbells, waits and
+ * yields: a polled endpoint's, a barrier member's): with ZCX_EP_POLL, a
+ * busy endpoint whose polling thread has a CPU makes none per message.
  */
 uint64_t zcx_ep_syscalls(const struct zcx_ep *ep);
 

@@ -12,7 +12,7 @@
  * Every member is a forked process with its own handle and endpoint; with
  * more members than CPUs they wait without spinning (ZCX_SPIN=0), but in
  * group.n8_spin, where they spin as by default (libzcx then yields at
- * every poll).
+ * every poll: on up to 7 CPUs).
  * Round check: before arriving at round r a member writes r + 1 into its
  * slot of a shared array; after the barrier every slot must hold r + 1
  * (or r + 2, from a member already past the barrier): a barrier that let
@@ -109,7 +109,9 @@ static void member_main(struct group *g, unsigned int me, pid_t parent, member_f
 	 * More members than CPUs: a member spinning for its completion only
 	 * keeps the ones it waits for off the CPU.  Sleep at once.
 	 */
-	if (g->n > sysconf(_SC_NPROCESSORS_ONLN) && !g->spin)
+	if (g->spin)
+		unsetenv("ZCX_SPIN");
+	else if (g->n > sysconf(_SC_NPROCESSORS_ONLN))
 		setenv("ZCX_SPIN", "0", 1);
 	close(g->ready[0]);
 	close(g->go[1]);
