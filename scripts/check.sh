@@ -46,30 +46,11 @@ failed=0
 skipped=0
 failures=()
 
-# kill_tree PID...: stop each process (so that it starts nothing new),
-# take its descendants down the same way, then terminate it.
-kill_tree() {
-	local pid
-	for pid; do
-		kill -STOP "$pid" 2> /dev/null || continue
-		# shellcheck disable=SC2046 # one PID per word
-		kill_tree $(cat /proc/"$pid"/task/*/children 2> /dev/null)
-		kill -TERM "$pid" 2> /dev/null
-		kill -CONT "$pid" 2> /dev/null
-	done
-}
-
-# Interrupted: the guests and the debug build run in the background, where
-# a script's jobs ignore SIGINT; take them down too.
-on_signal() {
-	trap - INT TERM
-	echo "check.sh: interrupted, stopping the guests and builds" >&2
-	# shellcheck disable=SC2046
-	kill_tree $(jobs -p)
-	exit "$1"
-}
-trap 'on_signal 130' INT
-trap 'on_signal 143' TERM
+# Interrupted: the guests and the debug build run in the background; take
+# them down too.
+# shellcheck source=background.sh
+. "$top/scripts/background.sh"
+stop_jobs_on_signal check.sh
 
 # step NAME COMMAND...: run a host step, log to build/logs/NAME.log.
 step() {
@@ -355,7 +336,9 @@ fi
 if [ $debug_lane = 1 ]; then
 	# debug-b, once the kernel and module are built (debug-a may be well
 	# on by then), then both guests' counts and the claims.
-	flock "$debug_lock" true
+	# In the background, so that a signal need not wait for the build.
+	flock "$debug_lock" true &
+	wait $!
 	if [ -s "$debug_ready" ]; then
 		debug_ko=$(cat "$debug_ready")
 		debug_lane_start debug-b

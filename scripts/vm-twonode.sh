@@ -22,6 +22,10 @@ set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 die() { echo "vm-twonode: $*" >&2; exit 2; }
+# Interrupted: take the two guests down too.
+# shellcheck source=background.sh
+. "$top/scripts/background.sh"
+stop_jobs_on_signal vm-twonode
 
 kernel=6.12 mode=tree ko='' out='' timeout=900
 while [ $# -gt 0 ]; do
