@@ -107,7 +107,8 @@ static void member_main(struct group *g, unsigned int me, pid_t parent, member_f
 	xdie_with_parent(parent);
 	/*
 	 * More members than CPUs: a member spinning for its completion only
-	 * keeps the ones it waits for off the CPU.  Sleep at once.
+	 * keeps the ones it waits for off the CPU.  Sleep at once, unless the
+	 * case is the spin itself (then as by default, whatever we inherited).
 	 */
 	if (g->spin)
 		unsetenv("ZCX_SPIN");
