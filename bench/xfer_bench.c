@@ -11,6 +11,7 @@
  *      half the round trip.  The data of every size is checked once first.
  * bw   windows of BW_WINDOW non-blocking sends answered by an 8-byte
  *      acknowledgement; the receiver posts the window's receives first.
+ *      Each repetition of lat and bw runs on a new pair (bench_pairs()).
  * bar  N processes (forked; each opens its own context and endpoint, the
  *      first creates the barrier, the others join with its address) run
  *      zcx_barrier() until the first says stop; value: rank 0's mean.
@@ -397,58 +398,93 @@ static uint64_t wire_pkts(void)
 	return sum;
 }
 
-static void bench_lat(struct pair *p, int reps, unsigned long long target)
+/* What a size's timed runs add up to over the repetitions. */
+struct tally {
+	uint64_t calls;		/* system calls, both sides */
+	uint64_t pkts;		/* packets the node's RDMA devices sent */
+	long msgs;
+};
+
+/* Latency of every size, repetition @rep, on pair @p. */
+static void bench_lat(struct pair *p, int rep, unsigned long long target, struct tally *tally)
 {
 	size_t i;
-	int r;
 
 	for (i = 0; i < (only_size ? 1 : NLAT); i++) {
 		size_t len = only_size ? only_size : lat_sizes[i];
-		uint64_t calls = 0, pkts = 0;
-		long n, total = 0;
+		uint64_t pkts0;
+		long n;
 
 		pair_run(p, CMD_CHECK, len, 3);
 		n = xfer_iters(pair_run(p, CMD_LAT, len, 20), 20, target, 20);
-		for (r = 1; r <= reps; r++) {
-			uint64_t pkts0 = wire_pkts();
-
-			xfer_row(sysname, "lat", len, r,
-				 (double)pair_run(p, CMD_LAT, len, n) / (2.0 * n));
-			pkts += wire_pkts() - pkts0;
-			calls += p->syscalls;
-			total += 2 * n;
-		}
-		xfer_row(sysname, "syscalls", len, 0, (double)calls / total);
-		if (connect_flags)
-			xfer_row(sysname, "pkts", len, 0, (double)pkts / total);
-		/* Receives are always posted first: one copy, inline or not. */
-		xfer_row(sysname, "copies", len, 0, 1);
+		pkts0 = wire_pkts();
+		xfer_row(sysname, "lat", len, rep, (double)pair_run(p, CMD_LAT, len, n) / (2.0 * n));
+		tally[i].pkts += wire_pkts() - pkts0;
+		tally[i].calls += p->syscalls;
+		tally[i].msgs += 2 * n;
 	}
 }
 
-static void bench_bw(struct pair *p, int reps, unsigned long long target)
+/* Bandwidth of every size, repetition @rep, on pair @p. */
+static void bench_bw(struct pair *p, int rep, unsigned long long target, struct tally *tally)
 {
 	size_t i;
-	int r;
 
 	for (i = 0; i < (only_size ? 1 : NBW); i++) {
 		size_t len = only_size ? only_size : bw_sizes[i];
-		uint64_t calls = 0, pkts = 0;
-		long n, total = 0;
+		unsigned long long t;
+		uint64_t pkts0;
+		long n;
 
 		n = xfer_iters(pair_run(p, CMD_BW, len, 1), 1, target, 1);
-		for (r = 1; r <= reps; r++) {
-			uint64_t pkts0 = wire_pkts();
-			unsigned long long t = pair_run(p, CMD_BW, len, n);
+		pkts0 = wire_pkts();
+		t = pair_run(p, CMD_BW, len, n);
+		tally[i].pkts += wire_pkts() - pkts0;
+		xfer_row(sysname, "bw", len, rep, (double)len * BW_WINDOW * n / (t / 1e9) / 1e6);
+		tally[i].calls += p->syscalls;
+		tally[i].msgs += BW_WINDOW * n;
+	}
+}
 
-			pkts += wire_pkts() - pkts0;
-			xfer_row(sysname, "bw", len, r, (double)len * BW_WINDOW * n / (t / 1e9) / 1e6);
-			calls += p->syscalls;
-			total += BW_WINDOW * n;
-		}
-		xfer_row(sysname, "bw_syscalls", len, 0, (double)calls / total);
+/*
+ * Latency and bandwidth, each repetition on a new pair of processes with
+ * new buffers, then the structural rows.  Under QEMU/TCG a pair's figures
+ * depend on where its pages landed: pages whose addresses share an entry
+ * of QEMU's direct-mapped TLB (fresh buffers often do: their physical
+ * pages start at the same offset from a 2 MiB boundary) make every copy
+ * between them several times slower.  One pair would carry its luck into
+ * every repetition; new pairs show the spread.
+ */
+static void bench_pairs(bool lat, bool bw, int reps, unsigned long long target)
+{
+	struct tally lat_tally[NLAT] = { 0 }, bw_tally[NBW] = { 0 };
+	struct pair p;
+	size_t i;
+	int r;
+
+	for (r = 1; r <= reps; r++) {
+		pair_start(&p);
+		if (lat)
+			bench_lat(&p, r, target, lat_tally);
+		if (bw)
+			bench_bw(&p, r, target, bw_tally);
+		pair_stop(&p);
+	}
+	for (i = 0; lat && i < (only_size ? 1 : NLAT); i++) {
+		size_t len = only_size ? only_size : lat_sizes[i];
+
+		xfer_row(sysname, "syscalls", len, 0, (double)lat_tally[i].calls / lat_tally[i].msgs);
 		if (connect_flags)
-			xfer_row(sysname, "bw_pkts", len, 0, (double)pkts / total);
+			xfer_row(sysname, "pkts", len, 0, (double)lat_tally[i].pkts / lat_tally[i].msgs);
+		/* Receives are always posted first: one copy, inline or not. */
+		xfer_row(sysname, "copies", len, 0, 1);
+	}
+	for (i = 0; bw && i < (only_size ? 1 : NBW); i++) {
+		size_t len = only_size ? only_size : bw_sizes[i];
+
+		xfer_row(sysname, "bw_syscalls", len, 0, (double)bw_tally[i].calls / bw_tally[i].msgs);
+		if (connect_flags)
+			xfer_row(sysname, "bw_pkts", len, 0, (double)bw_tally[i].pkts / bw_tally[i].msgs);
 	}
 }
 
@@ -641,16 +677,8 @@ int main(int argc, char **argv)
 		sysname = connect_flags ? (m ? "zcx-net-poll" : "zcx-net-enter") :
 					  (m ? "zcx-poll" : "zcx-enter");
 		ep_flags = (m ? ZCX_EP_POLL : 0) | (connect_flags ? ZCX_EP_NET : 0);
-		if (strstr(tests, "lat") || strstr(tests, "bw")) {
-			struct pair p;
-
-			pair_start(&p);
-			if (strstr(tests, "lat"))
-				bench_lat(&p, reps, target);
-			if (strstr(tests, "bw"))
-				bench_bw(&p, reps, target);
-			pair_stop(&p);
-		}
+		if (strstr(tests, "lat") || strstr(tests, "bw"))
+			bench_pairs(strstr(tests, "lat"), strstr(tests, "bw"), reps, target);
 		if (strstr(tests, "bar") && !connect_flags)
 			for (n = 2; n <= maxprocs; n *= 2)
 				bench_bar(n, reps, target);
