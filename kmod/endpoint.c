@@ -205,9 +205,7 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 		ret = zcx_poller_start(ctx);
 		if (ret)
 			goto err_unlock;
-		/* What pins the polling thread makes may count against. */
-		WRITE_ONCE(ctx->poll_memlock, capable(CAP_IPC_LOCK) ? RLIM_INFINITY :
-				      rlimit(RLIMIT_MEMLOCK));
+		zcx_ctx_note_memlock(ctx);
 	}
 	ret = xa_alloc(&zcx_ep_table, &id, ep, xa_limit_32b, GFP_KERNEL);
 	if (ret)

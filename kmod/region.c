@@ -149,7 +149,7 @@ static void zcx_region_unpin(struct zcx_ctx *ctx, struct zcx_region *r)
 	unpin_user_pages_dirty_lock(r->pages, r->npages, r->access & ZCX_ACCESS_WRITE);
 	kvfree(r->pages);
 	r->pages = NULL;
-	atomic64_sub(r->npages, &ctx->mm->pinned_vm);
+	zcx_pin_uncharge(ctx, r->npages);
 	atomic64_sub(r->npages, &zcx_stat_pinned_pages);
 }
 
@@ -265,24 +265,54 @@ static void zcx_unreserve(struct zcx_ctx *ctx, struct zcx_region *r)
 	spin_unlock(&ctx->lock);
 }
 
+/*
+ * Note the limit that kernel threads pin under for @ctx's process: its
+ * RLIMIT_MEMLOCK now, or none with CAP_IPC_LOCK.  Called as it creates a
+ * polled endpoint or exposes memory, before they can pin for it.
+ */
+void zcx_ctx_note_memlock(struct zcx_ctx *ctx)
+{
+	WRITE_ONCE(ctx->kthread_memlock, capable(CAP_IPC_LOCK) ? RLIM_INFINITY :
+			 rlimit(RLIMIT_MEMLOCK));
+}
+
 /* Charge mm->pinned_vm against RLIMIT_MEMLOCK, as ib_umem_get() does. */
 static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages)
 {
 	/*
-	 * The polling thread pins for the process, under the limit (or
-	 * CAP_IPC_LOCK) the process had when it last created a polled
-	 * endpoint: it has no credentials of the process to check.
+	 * A kernel thread (the polling thread, a backend's worker) pins for
+	 * the process under the limit noted by zcx_ctx_note_memlock(): it
+	 * has no credentials of the process to check.
 	 */
-	bool poller = current->flags & PF_KTHREAD;
-	unsigned long limit = poller ? READ_ONCE(ctx->poll_memlock) : rlimit(RLIMIT_MEMLOCK);
+	bool kthread = current->flags & PF_KTHREAD;
+	unsigned long limit = kthread ? READ_ONCE(ctx->kthread_memlock) : rlimit(RLIMIT_MEMLOCK);
 	s64 total = atomic64_add_return(npages, &ctx->mm->pinned_vm);
 
 	if (limit != RLIM_INFINITY && total > (limit >> PAGE_SHIFT) &&
-	    (poller || !capable(CAP_IPC_LOCK))) {
+	    (kthread || !capable(CAP_IPC_LOCK))) {
 		atomic64_sub(npages, &ctx->mm->pinned_vm);
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/*
+ * Charge @npages about to be pinned for @ctx's process to its
+ * RLIMIT_MEMLOCK; its own unused regions go first if they are what holds
+ * the limit.  Returns 0 or -ENOMEM.
+ */
+int zcx_pin_charge(struct zcx_ctx *ctx, unsigned long npages)
+{
+	if (!zcx_charge_memlock(ctx, npages))
+		return 0;
+	zcx_mr_flush(ctx);
+	return zcx_charge_memlock(ctx, npages);
+}
+
+/* Give back what zcx_pin_charge() charged. */
+void zcx_pin_uncharge(struct zcx_ctx *ctx, unsigned long npages)
+{
+	atomic64_sub(npages, &ctx->mm->pinned_vm);
 }
 
 static bool zcx_vma_supported(struct vm_area_struct *vma)
@@ -468,14 +498,9 @@ static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
 	ret = zcx_reserve(ctx, r);
 	if (ret)
 		goto err_free;
-	ret = zcx_charge_memlock(ctx, npages);
-	if (ret) {
-		/* Our own unused regions may be what holds the limit. */
-		zcx_mr_flush(ctx);
-		ret = zcx_charge_memlock(ctx, npages);
-		if (ret)
-			goto err_unreserve;
-	}
+	ret = zcx_pin_charge(ctx, npages);
+	if (ret)
+		goto err_unreserve;
 	r->pages = kvmalloc_array(npages, sizeof(*r->pages), GFP_KERNEL_ACCOUNT);
 	if (!r->pages) {
 		ret = -ENOMEM;
@@ -529,7 +554,7 @@ static int zcx_region_create(struct zcx_ctx *ctx, struct zcx_mr_reg *reg,
 err_remove:
 	mmu_interval_notifier_remove(&r->notifier);
 err_uncharge:
-	atomic64_sub(npages, &ctx->mm->pinned_vm);
+	zcx_pin_uncharge(ctx, npages);
 err_unreserve:
 	zcx_unreserve(ctx, r);
 err_free:

@@ -645,6 +645,8 @@ int zcx_expose(struct zcx_ctx *ctx, struct zcx_expose *arg)
 	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 	if (!x)
 		return -ENOMEM;
+	/* A backend's worker may pin in the range for a peer (zcx_rma_target_pin()). */
+	zcx_ctx_note_memlock(ctx);
 	ret = zcx_mr_register(ctx, &reg);
 	if (ret) {
 		kfree(x);
@@ -808,16 +810,28 @@ struct zcx_rma_target {
 	struct zcx_ctx *ctx;
 	struct page **pages;
 	unsigned long npages;
+	unsigned long charged;	/* pages charged to the owner's RLIMIT_MEMLOCK */
 };
 
-/* Pin the @len bytes of @t's remapped range in its owner's mm. */
+/*
+ * Pin the @len bytes of @t's remapped range in its owner's mm, for as
+ * long as the transfer lasts: up to ZCX_IB_RMA_MAX at once, so charged
+ * to the owner's RLIMIT_MEMLOCK like its cached regions.  (A transfer
+ * on the node pins a page at a time, during its copy: not charged, as
+ * process_vm_readv() does not.)
+ */
 static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
 {
 	unsigned long start = t->span.addr & PAGE_MASK;
 	unsigned long n = (PAGE_ALIGN(t->span.addr + len) - start) >> PAGE_SHIFT;
 	struct mm_struct *mm = t->span.mm;
 	struct mem_cgroup *memcg, *old_memcg;
+	int ret;
 
+	ret = zcx_pin_charge(t->ctx, n);
+	if (ret)
+		return ret;
+	t->charged = n;
 	/* A backend's worker asks: the owner pays for the page array. */
 	memcg = get_mem_cgroup_from_mm(mm);
 	old_memcg = set_active_memcg(memcg);
@@ -887,6 +901,7 @@ void zcx_rma_target_done(struct zcx_rma_target *t)
 		if (t->npages)
 			unpin_user_pages_dirty_lock(t->pages, t->npages, t->span.write);
 		kvfree(t->pages);
+		zcx_pin_uncharge(t->ctx, t->charged);
 		/* From a backend's completion handler: not the last exit_mmap(). */
 		mmput_async(t->span.mm);
 		zcx_ctx_busy_put(t->ctx);

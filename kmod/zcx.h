@@ -194,9 +194,10 @@ struct zcx_region {
  * @busy:	busy references on this context's regions and remote
  *		accesses to its mm (transfers, its own or peers');
  *		teardown waits for zero (zcx_ctx_busy_put()).
- * @poll_memlock: RLIMIT_MEMLOCK of the process when it last created a
- *		polled endpoint (RLIM_INFINITY with CAP_IPC_LOCK): the limit
- *		the polling thread pins under.
+ * @kthread_memlock: RLIMIT_MEMLOCK of the process when it last created
+ *		a polled endpoint or exposed memory (RLIM_INFINITY with
+ *		CAP_IPC_LOCK): the limit its polling thread, or a backend's
+ *		worker serving a put or get, pins under.
  * @ep_mutex:	see the lock order above.
  * @eps:	endpoints by index, RCU-protected for lookups.
  * @polled:	the indices of the ZCX_EP_POLL ones (set under @ep_mutex),
@@ -243,7 +244,7 @@ struct zcx_ctx {
 	struct work_struct reap_work;
 	struct mutex reap_mutex;	/* see the lock order above */
 	atomic_t busy;
-	unsigned long poll_memlock;
+	unsigned long kthread_memlock;
 	struct mutex ep_mutex;		/* see the lock order above */
 	struct zcx_ep __rcu *eps[ZCX_MAX_ENDPOINTS];
 	DECLARE_BITMAP(polled, ZCX_MAX_ENDPOINTS);
@@ -462,6 +463,9 @@ long zcx_ioctl(struct file *file, unsigned int cmd, unsigned long arg);
 int zcx_mr_register(struct zcx_ctx *ctx, struct zcx_mr_reg *reg);
 int zcx_mr_deregister(struct zcx_ctx *ctx, u64 handle);
 unsigned int zcx_mr_flush(struct zcx_ctx *ctx);
+void zcx_ctx_note_memlock(struct zcx_ctx *ctx);
+int zcx_pin_charge(struct zcx_ctx *ctx, unsigned long npages);
+void zcx_pin_uncharge(struct zcx_ctx *ctx, unsigned long npages);
 unsigned int zcx_mr_evict_unused(struct zcx_ctx *ctx);
 int zcx_mr_set_limits(struct zcx_ctx *ctx, struct zcx_limits *limits);
 int zcx_mon_add(struct zcx_ctx *ctx, struct zcx_mon_add *mon);

@@ -17,6 +17,7 @@
 
 #include "kselftest_harness.h"
 #include "zcx_nl.h"
+#include "zcx_creds.h"
 #include "zcx_test.h"
 #include "zcx.h"
 
@@ -364,13 +365,12 @@ static void count_procs(const struct zcx_nl_msg *msg, void *arg)
 		list->of_pid++;
 }
 
-#define NOBODY 65534
 
 /* In a child that became "nobody": what it may see and do.  0 if right. */
 static int unprivileged_checks(pid_t parent, long page)
 {
 	struct zcx_nl_req req = { 0 };
-	struct proc_list procs = { .uid = NOBODY };
+	struct proc_list procs = { .uid = ZCX_TEST_NOBODY };
 	struct region_list regions;
 	struct zcx_nl_msg msg;
 	struct zcx_mr_reg reg = { 0 };
@@ -410,7 +410,7 @@ static int unprivileged_checks(pid_t parent, long page)
 	if (ret || msg.val[ZCX_ATTR_MISSES] != 1 || msg.val[ZCX_ATTR_CONTEXTS] != 1)
 		return 9;
 	memset(&procs, 0, sizeof(procs));
-	procs.uid = NOBODY;
+	procs.uid = ZCX_TEST_NOBODY;
 	procs.pid = getpid();
 	if (zcx_nl_request(ZCX_CMD_GET_PROCS, true, NULL, count_procs, &procs) ||
 	    procs.count != 1 || procs.of_pid != 1 || procs.foreign)
@@ -421,11 +421,6 @@ static int unprivileged_checks(pid_t parent, long page)
 		return 12;
 	close(fd);
 	return 0;
-}
-
-static int drop_to_nobody(void)
-{
-	return setresgid(NOBODY, NOBODY, NOBODY) || setresuid(NOBODY, NOBODY, NOBODY);
 }
 
 TEST_F(nl, other_users_see_only_their_own)
@@ -444,7 +439,7 @@ TEST_F(nl, other_users_see_only_their_own)
 	child = fork();
 	ASSERT_LE(0, child);
 	if (!child) {
-		if (drop_to_nobody())
+		if (zcx_test_drop_to_nobody())
 			_exit(100);
 		_exit(unprivileged_checks(parent, self->page));
 	}
@@ -712,7 +707,7 @@ TEST_F_TIMEOUT(nl, zcxctl_prints_the_numbers, 120)
 	EXPECT_EQ(1, run_zcxctl("set zcopy_threshold 65537", out, sizeof(out)));
 	EXPECT_EQ(5, run_zcxctl("stats -p 1", out, sizeof(out)));
 	if (geteuid() == 0) {
-		EXPECT_EQ(4, zcxctl_in_child(drop_to_nobody, "set", "zcopy_threshold", "4096"));
+		EXPECT_EQ(4, zcxctl_in_child(zcx_test_drop_to_nobody, "set", "zcopy_threshold", "4096"));
 		EXPECT_EQ(3, zcxctl_in_child(other_netns, "status", NULL, NULL));
 	}
 

@@ -12,17 +12,23 @@
  * from the page cache, moves the file's bytes (ext4 on a loop device,
  * which reads asynchronously: the fault would wait, so the pin tries
  * again).  On a node (the initiator's own system call pins) and between
- * nodes (the target node's worker pins; zcx_net.h).
+ * nodes (the target node's worker pins; zcx_net.h).  The worker pins the
+ * whole range for as long as the transfer lasts, so it is charged to the
+ * owner's RLIMIT_MEMLOCK: a put or get that would take the owner past it
+ * fails with ENOMEM, and lands once the owner has room again.  On a node,
+ * where a page at a time is pinned during its copy, no charge applies.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 #include "kselftest_harness.h"
 #include "zcx_net.h"
+#include "zcx_creds.h"
 #include "zcx_test.h"
 #include "zcx_xfer.h"
 
@@ -254,6 +260,88 @@ TEST_F_TIMEOUT(remap, file_pages_not_in_memory_are_read_in, 300)
 		SKIP(return, "needs root, mkfs.ext4 and loop devices");
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, file_initiator, file_target, dir));
 	slow_fs_umount(dir);
+}
+
+/*
+ * RLIMIT_MEMLOCK for the pins of a put or get into a remapped range: the
+ * owner, unprivileged with a 64 KiB limit, exposes 48 KiB and remaps it,
+ * and keeps 32 KiB more exposed (pinned): 48 KiB more would take it past
+ * its limit.  Then it unexposes the 32 KiB, whose region may stay cached
+ * but unused, and so goes first when the put needs the room.
+ */
+#define ML_LIMIT	(64 * 1024)
+#define ML_LEN		(48 * 1024)
+#define ML_OTHER	(32 * 1024)
+#define ML_FULL		1	/* initiator: the transfers were refused, or not */
+#define ML_ROOM		2	/* target: the 32 KiB are unexposed */
+#define ML_LANDED	3	/* initiator: the put succeeded */
+
+static int ml_target(struct xside *s, void *arg)
+{
+	struct rlimit lim = { .rlim_cur = ML_LIMIT, .rlim_max = ML_LIMIT };
+	char *map = zcx_test_anon(ML_LEN), *other = zcx_test_anon(ML_OTHER);
+	struct uf_exposed ex;
+	uint64_t other_key;
+
+	(void)arg;
+	CK(map && other);
+	memset(map, 1, ML_LEN);
+	memset(other, 2, ML_OTHER);
+	CK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
+	CK_EQ(0, zcx_test_drop_to_nobody());
+	ex.addr = (uintptr_t)map;
+	CK_EQ(0, zcx_expose(s->zcx, map, ML_LEN, ZCX_REMOTE_ALL, &ex.rkey));
+	CK(mmap(map, ML_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		-1, 0) == map);
+	memset(map, 3, ML_LEN);
+	CK_EQ(0, zcx_test_vmpin_settle(0));
+	CK_EQ(0, zcx_expose(s->zcx, other, ML_OTHER, ZCX_REMOTE_READ, &other_key));
+	CK_EQ(ML_OTHER / 1024, zcx_test_vmpin_kib());
+	CK_EQ(0, xwrite(s->wr, &ex, sizeof(ex)));
+
+	CK_EQ(0, xexpect_u64(s, ML_FULL));
+	/* Nothing of a refused transfer stays charged (nor of a page-wise one). */
+	CK_EQ(ML_OTHER / 1024, zcx_test_vmpin_settle(ML_OTHER / 1024));
+	CK_EQ(0, zcx_unexpose(s->zcx, other_key));
+	CK_EQ(0, xsend_u64(s, ML_ROOM));
+	CK_EQ(0, xexpect_u64(s, ML_LANDED));
+	CK_PAT(map, ML_LEN, 0xbeef);
+	/* Nothing of the put stays pinned, once the 32 KiB are out of the cache. */
+	CK_EQ(0, zcx_mr_flush(s->zcx));
+	CK_EQ(0, zcx_test_vmpin_settle(0));
+	CK_EQ(0, zcx_unexpose(s->zcx, ex.rkey));
+	munmap(map, ML_LEN);
+	munmap(other, ML_OTHER);
+	return 0;
+}
+
+static int ml_initiator(struct xside *s, void *arg)
+{
+	/* Between nodes refused; on a node pinned a page at a time, uncharged. */
+	int full = *(bool *)arg ? -ENOMEM : 0;
+	char *src = zcx_test_anon(ML_LEN);
+	struct uf_exposed ex;
+
+	CK(src);
+	xpat_fill(src, ML_LEN, 0xbeef);
+	CK_EQ(0, xread(s->rd, &ex, sizeof(ex)));
+	CK_EQ(full, uf_transfer(s, &ex, src, ML_LEN, true));
+	CK_EQ(full, uf_transfer(s, &ex, src, ML_LEN, false));
+	CK_PAT(src, ML_LEN, 0xbeef);
+	CK_EQ(0, xsend_u64(s, ML_FULL));
+
+	CK_EQ(0, xexpect_u64(s, ML_ROOM));
+	CK_EQ(0, uf_transfer(s, &ex, src, ML_LEN, true));
+	CK_EQ(0, xsend_u64(s, ML_LANDED));
+	munmap(src, ML_LEN);
+	return 0;
+}
+
+TEST_F_TIMEOUT(remap, pins_count_against_memlock, 300)
+{
+	bool net = variant->net;
+
+	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, ml_initiator, ml_target, &net));
 }
 
 ZCX_NET_HARNESS_MAIN

@@ -28,7 +28,6 @@
  */
 #define _GNU_SOURCE
 #include <stddef.h>
-#include <grp.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/prctl.h>
@@ -37,12 +36,12 @@
 
 #include "kselftest_harness.h"
 #include "zcx_raw.h"
+#include "zcx_creds.h"
 #include "zcx_test.h"
 
 #define KiB		1024UL
 #define PAT		0xA5
 #define PATW		0xA5A5A5A5A5A5A5A5ULL
-#define NOBODY		65534
 
 /* ---- submit and reap on the raw ABI (zcx_raw.h) ---- */
 
@@ -164,15 +163,6 @@ static long long not_all(const void *buf, size_t len, unsigned char b)
 	return -1;
 }
 
-/* Become uid/gid 65534 with no supplementary groups; 0 or -1. */
-static int drop_to_nobody(void)
-{
-	if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
-	    setresuid(NOBODY, NOBODY, NOBODY))
-		return -1;
-	return geteuid() == NOBODY && getegid() == NOBODY ? 0 : -1;
-}
-
 /* Run @fn in a child (dying with the parent) and return its exit status, or -1. */
 static int in_child(int (*fn)(void *), void *arg)
 {
@@ -188,38 +178,6 @@ static int in_child(int (*fn)(void *), void *arg)
 	if (waitpid(pid, &status, 0) != pid)
 		return -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-/* This process's pinned memory (mm->pinned_vm) in KiB, from VmPin; -1 if unknown. */
-static long long vmpin_kib(void)
-{
-	char line[256];
-	long long kib = -1;
-	FILE *f = fopen("/proc/self/status", "r");
-
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmPin: %lld kB", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
-/* VmPin once it reached @want (unpinning is deferred), polling for at most 5 s. */
-static long long vmpin_settle(long long want)
-{
-	struct timespec tick = { 0, 10 * 1000 * 1000 };
-	long long now;
-	int i;
-
-	for (i = 0; i < 500; i++) {
-		now = vmpin_kib();
-		if (now == want)
-			break;
-		nanosleep(&tick, NULL);
-	}
-	return now;
 }
 
 /* ---- fixture: leak check around every test ---- */
@@ -564,7 +522,7 @@ static int xuser_child(void *arg)
 	close(x->to_parent[0]);
 	close(x->to_child[1]);
 	CK(mine);
-	CK_EQ(0, drop_to_nobody());
+	CK_EQ(0, zcx_test_drop_to_nobody());
 	/* The device is 0666: anyone may open it. */
 	fd = zcx_test_open();
 	CK(fd >= 0);
@@ -673,8 +631,8 @@ static int memlock_child(void *arg)
 	(void)arg;
 	CK(buf);
 	CK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
-	CK_EQ(0, drop_to_nobody());
-	CK_EQ(0, vmpin_kib());
+	CK_EQ(0, zcx_test_drop_to_nobody());
+	CK_EQ(0, zcx_test_vmpin_kib());
 	CK_EQ(0, zcx_test_ctx_open(&t));
 	/* Rings (1024 entries: more than the limit) and barrier pages: not pinned user memory. */
 	CK_EQ(0, zcx_raw_ep_create(t.fd, 0, 1024, &r));
@@ -683,13 +641,13 @@ static int memlock_child(void *arg)
 	CK_EQ(0, zcx_test_ioctl(t.fd, ZCX_IOC_BAR_CREATE, &bc));
 	page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, t.fd, bc.mmap_offset);
 	CK(page != MAP_FAILED);
-	CK_EQ(0, vmpin_kib());
+	CK_EQ(0, zcx_test_vmpin_kib());
 
 	fill(buf, 16 * KiB, 0x1111);
 	CK_EQ(0, do_expose(t.fd, buf, 16 * KiB, ZCX_REMOTE_ALL, &kt));
-	CK_EQ(16, vmpin_kib());
+	CK_EQ(16, zcx_test_vmpin_kib());
 	CK_EQ(0, zcx_test_reg(&t, buf + 256 * KiB, 48 * KiB, ZCX_ACCESS_ALL, &reg));
-	CK_EQ(64, vmpin_kib());
+	CK_EQ(64, zcx_test_vmpin_kib());
 	/* Full: registering, exposing and a transfer's own pinning all fail. */
 	{
 		struct zcx_mr_reg more;
@@ -700,16 +658,16 @@ static int memlock_child(void *arg)
 	CK_EQ(0, rep_connect(&r, &r.c.addr, &self_peer));
 	CK_EQ(-ENOMEM, rep_rma(&r, ZCX_OP_GET, self_peer, buf + 768 * KiB, 8 * KiB,
 				(uintptr_t)buf, kt));
-	CK_EQ(64, vmpin_kib());
+	CK_EQ(64, zcx_test_vmpin_kib());
 	/* Released and flushed: the charge comes back, and the GET fits. */
 	CK_EQ(0, zcx_test_dereg(&t, reg.handle));
 	CK(zcx_test_flush(&t) >= 1);
-	CK_EQ(16, vmpin_settle(16));
+	CK_EQ(16, zcx_test_vmpin_settle(16));
 	CK_EQ(0, rep_rma(&r, ZCX_OP_GET, self_peer, buf + 768 * KiB, 8 * KiB, (uintptr_t)buf, kt));
 	CK_EQ(-1, unfilled(buf + 768 * KiB, 8 * KiB, 0x1111));
 	/* The GET's own registration stays cached (24 KiB pinned) until flushed. */
 	CK(zcx_test_flush(&t) >= 1);
-	CK_EQ(16, vmpin_settle(16));
+	CK_EQ(16, zcx_test_vmpin_settle(16));
 
 	/* The polling thread pins under the limit this process had too. */
 	ret = zcx_raw_ep_create(t.fd, ZCX_EP_POLL, 64, &pr);
@@ -729,7 +687,7 @@ static int memlock_child(void *arg)
 	zcx_raw_ep_destroy(&r);
 	zcx_test_ctx_close(&t);
 	/* Everything given back once the context is gone. */
-	CK_EQ(0, vmpin_settle(0));
+	CK_EQ(0, zcx_test_vmpin_settle(0));
 	return 0;
 }
 
@@ -751,10 +709,10 @@ static int memlock_root_child(void *arg)
 	CK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
 	CK_EQ(0, zcx_test_ctx_open(&t));
 	CK_EQ(0, zcx_test_reg(&t, buf, 1024 * KiB, ZCX_ACCESS_ALL, &reg));
-	CK_EQ(1024, vmpin_kib());
+	CK_EQ(1024, zcx_test_vmpin_kib());
 	CK_EQ(0, zcx_test_dereg(&t, reg.handle));
 	zcx_test_ctx_close(&t);
-	CK_EQ(0, vmpin_settle(0));
+	CK_EQ(0, zcx_test_vmpin_settle(0));
 	return 0;
 }
 

@@ -24,7 +24,8 @@
  * connection's serve work, not there: it takes what zcx_ep_rma_target()
  * takes (the endpoint's match_mutex, its context's expose_lock and lock,
  * and, for a range remapped since it was exposed, the owner's mmap_lock,
- * pinning, which may fault pages in and so take long), then
+ * pinning, which may fault pages in and so take long, and beyond the
+ * owner's RLIMIT_MEMLOCK what evicting its unused regions takes), then
  * conn->building (read).  The keepalive work takes conn->lock only.
  */
 #ifndef ZCX_IB_H
