@@ -11,10 +11,10 @@
  *      half the round trip.  The data of every size is checked once first.
  * bw   windows of BW_WINDOW non-blocking sends answered by an 8-byte
  *      acknowledgement; the receiver posts the window's receives first.
- *      Each repetition of lat and bw runs on a new pair (bench_pairs()).
  * bar  N processes (forked; each opens its own context and endpoint, the
  *      first creates the barrier, the others join with its address) run
  *      zcx_barrier() until the first says stop; value: rank 0's mean.
+ * Each repetition of lat and bw runs on a new pair (bench_pairs()).
  *
  * Structural rows: system calls per message from zcx_ep_syscalls() of
  * both sides over the timed runs; bytes copied per message from the
@@ -412,14 +412,16 @@ static void bench_lat(struct pair *p, int rep, unsigned long long target, struct
 
 	for (i = 0; i < (only_size ? 1 : NLAT); i++) {
 		size_t len = only_size ? only_size : lat_sizes[i];
+		unsigned long long t;
 		uint64_t pkts0;
 		long n;
 
 		pair_run(p, CMD_CHECK, len, 3);
 		n = xfer_iters(pair_run(p, CMD_LAT, len, 20), 20, target, 20);
 		pkts0 = wire_pkts();
-		xfer_row(sysname, "lat", len, rep, (double)pair_run(p, CMD_LAT, len, n) / (2.0 * n));
+		t = pair_run(p, CMD_LAT, len, n);
 		tally[i].pkts += wire_pkts() - pkts0;
+		xfer_row(sysname, "lat", len, rep, (double)t / (2.0 * n));
 		tally[i].calls += p->syscalls;
 		tally[i].msgs += 2 * n;
 	}
@@ -472,19 +474,21 @@ static void bench_pairs(bool lat, bool bw, int reps, unsigned long long target)
 	}
 	for (i = 0; lat && i < (only_size ? 1 : NLAT); i++) {
 		size_t len = only_size ? only_size : lat_sizes[i];
+		const struct tally *t = &lat_tally[i];
 
-		xfer_row(sysname, "syscalls", len, 0, (double)lat_tally[i].calls / lat_tally[i].msgs);
+		xfer_row(sysname, "syscalls", len, 0, (double)t->calls / t->msgs);
 		if (connect_flags)
-			xfer_row(sysname, "pkts", len, 0, (double)lat_tally[i].pkts / lat_tally[i].msgs);
+			xfer_row(sysname, "pkts", len, 0, (double)t->pkts / t->msgs);
 		/* Receives are always posted first: one copy, inline or not. */
 		xfer_row(sysname, "copies", len, 0, 1);
 	}
 	for (i = 0; bw && i < (only_size ? 1 : NBW); i++) {
 		size_t len = only_size ? only_size : bw_sizes[i];
+		const struct tally *t = &bw_tally[i];
 
-		xfer_row(sysname, "bw_syscalls", len, 0, (double)bw_tally[i].calls / bw_tally[i].msgs);
+		xfer_row(sysname, "bw_syscalls", len, 0, (double)t->calls / t->msgs);
 		if (connect_flags)
-			xfer_row(sysname, "bw_pkts", len, 0, (double)bw_tally[i].pkts / bw_tally[i].msgs);
+			xfer_row(sysname, "bw_pkts", len, 0, (double)t->pkts / t->msgs);
 	}
 }
 

@@ -276,20 +276,29 @@ void zcx_ctx_note_memlock(struct zcx_ctx *ctx)
 			 rlimit(RLIMIT_MEMLOCK));
 }
 
-/* Charge mm->pinned_vm against RLIMIT_MEMLOCK, as ib_umem_get() does. */
-static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages)
+/*
+ * The pages @ctx's process may have pinned (ULONG_MAX: no limit).  A
+ * kernel thread (the polling thread, a backend's worker), or any other
+ * process, pins for it under the limit noted by zcx_ctx_note_memlock():
+ * their own credentials are not the process's.
+ */
+static unsigned long zcx_memlock_pages(struct zcx_ctx *ctx)
 {
-	/*
-	 * A kernel thread (the polling thread, a backend's worker) pins for
-	 * the process under the limit noted by zcx_ctx_note_memlock(): it
-	 * has no credentials of the process to check.
-	 */
-	bool kthread = current->flags & PF_KTHREAD;
-	unsigned long limit = kthread ? READ_ONCE(ctx->kthread_memlock) : rlimit(RLIMIT_MEMLOCK);
+	unsigned long limit;
+
+	if ((current->flags & PF_KTHREAD) || current->mm != ctx->mm)
+		limit = READ_ONCE(ctx->kthread_memlock);
+	else
+		limit = capable(CAP_IPC_LOCK) ? RLIM_INFINITY : rlimit(RLIMIT_MEMLOCK);
+	return limit == RLIM_INFINITY ? ULONG_MAX : limit >> PAGE_SHIFT;
+}
+
+/* Charge mm->pinned_vm against RLIMIT_MEMLOCK, as ib_umem_get() does. */
+static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages, unsigned long limit)
+{
 	s64 total = atomic64_add_return(npages, &ctx->mm->pinned_vm);
 
-	if (limit != RLIM_INFINITY && total > (limit >> PAGE_SHIFT) &&
-	    (kthread || !capable(CAP_IPC_LOCK))) {
+	if (total > 0 && (u64)total > limit) {
 		atomic64_sub(npages, &ctx->mm->pinned_vm);
 		return -ENOMEM;
 	}
@@ -299,14 +308,18 @@ static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages)
 /*
  * Charge @npages about to be pinned for @ctx's process to its
  * RLIMIT_MEMLOCK; its own unused regions go first if they are what holds
- * the limit.  Returns 0 or -ENOMEM.
+ * the limit (not when @npages alone is past it).  Returns 0 or -ENOMEM.
  */
 int zcx_pin_charge(struct zcx_ctx *ctx, unsigned long npages)
 {
-	if (!zcx_charge_memlock(ctx, npages))
+	unsigned long limit = zcx_memlock_pages(ctx);
+
+	if (!zcx_charge_memlock(ctx, npages, limit))
 		return 0;
+	if (npages > limit)
+		return -ENOMEM;
 	zcx_mr_flush(ctx);
-	return zcx_charge_memlock(ctx, npages);
+	return zcx_charge_memlock(ctx, npages, limit);
 }
 
 /* Give back what zcx_pin_charge() charged. */

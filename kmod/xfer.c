@@ -645,13 +645,13 @@ int zcx_expose(struct zcx_ctx *ctx, struct zcx_expose *arg)
 	x = kzalloc(sizeof(*x), GFP_KERNEL_ACCOUNT);
 	if (!x)
 		return -ENOMEM;
-	/* A backend's worker may pin in the range for a peer (zcx_rma_target_pin()). */
-	zcx_ctx_note_memlock(ctx);
 	ret = zcx_mr_register(ctx, &reg);
 	if (ret) {
 		kfree(x);
 		return ret;
 	}
+	/* A backend's worker may pin in the range for a peer (zcx_rma_target_pin()). */
+	zcx_ctx_note_memlock(ctx);
 	x->addr = arg->addr;
 	x->len = arg->length;
 	x->rights = arg->rights;
@@ -815,8 +815,8 @@ struct zcx_rma_target {
 
 /*
  * Pin the @len bytes of @t's remapped range in its owner's mm, for as
- * long as the transfer lasts: up to ZCX_IB_RMA_MAX at once, so charged
- * to the owner's RLIMIT_MEMLOCK like its cached regions.  (A transfer
+ * long as the transfer lasts: up to 256 MiB at once (zcx_ib's limit), so
+ * charged to the owner's RLIMIT_MEMLOCK like its cached regions.  (A transfer
  * on the node pins a page at a time, during its copy: not charged, as
  * process_vm_readv() does not.)
  */
@@ -854,7 +854,9 @@ static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
  * Checks the key, the rights and the bounds as a PUT or GET on the node
  * does.  Returns the range, for zcx_rma_target_pages() until
  * zcx_rma_target_done(), or ERR_PTR(-EACCES, -ERANGE, -ECONNRESET if
- * @ep is gone, -EAGAIN as zcx_pin_remote(), -EFAULT, -ENOMEM).
+ * @ep is gone, -EAGAIN or -EINTR as zcx_pin_remote(), -EFAULT, -ENOMEM,
+ * also when pinning a remapped range would take the owner past its
+ * RLIMIT_MEMLOCK).
  */
 struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, u64 len,
 					 bool put)

@@ -94,9 +94,10 @@ END {
 	print "ob1 + vader (its CMA single copy for large messages); process_vm_readv"
 	print "latency is a ping-pong announced through a shared page, its bandwidth a"
 	print "read loop (the kernel's single copy, no synchronisation); memcpy is one"
-	print "thread copying the same size. Each zcx repetition runs on new processes"
-	print "and buffers (under TCG, zcx's copies slow down for pages that share an"
-	print "entry of QEMU's TLB: see Performance in the README)."
+	print "thread copying the same size. Each zcx latency and bandwidth repetition"
+	print "runs on new processes and buffers (under TCG, zcx's copies slow down for"
+	print "pages that share an entry of QEMU's TLB: see \"Why zcx's figures vary"
+	print "between runs in the guest\" in the README)."
 	if (threshold != "")
 		print "zcx moves messages of " threshold " bytes and more between pinned pages (zero-copy path)."
 	print ""

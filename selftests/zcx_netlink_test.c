@@ -365,7 +365,6 @@ static void count_procs(const struct zcx_nl_msg *msg, void *arg)
 		list->of_pid++;
 }
 
-
 /* In a child that became "nobody": what it may see and do.  0 if right. */
 static int unprivileged_checks(pid_t parent, long page)
 {
@@ -707,7 +706,8 @@ TEST_F_TIMEOUT(nl, zcxctl_prints_the_numbers, 120)
 	EXPECT_EQ(1, run_zcxctl("set zcopy_threshold 65537", out, sizeof(out)));
 	EXPECT_EQ(5, run_zcxctl("stats -p 1", out, sizeof(out)));
 	if (geteuid() == 0) {
-		EXPECT_EQ(4, zcxctl_in_child(zcx_test_drop_to_nobody, "set", "zcopy_threshold", "4096"));
+		EXPECT_EQ(4, zcxctl_in_child(zcx_test_drop_to_nobody, "set", "zcopy_threshold",
+					     "4096"));
 		EXPECT_EQ(3, zcxctl_in_child(other_netns, "status", NULL, NULL));
 	}
 

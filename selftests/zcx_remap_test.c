@@ -266,8 +266,10 @@ TEST_F_TIMEOUT(remap, file_pages_not_in_memory_are_read_in, 300)
  * RLIMIT_MEMLOCK for the pins of a put or get into a remapped range: the
  * owner, unprivileged with a 64 KiB limit, exposes 48 KiB and remaps it,
  * and keeps 32 KiB more exposed (pinned): 48 KiB more would take it past
- * its limit.  Then it unexposes the 32 KiB, whose region may stay cached
- * but unused, and so goes first when the put needs the room.
+ * its limit, and nothing of a refused put lands.  Then it unexposes the
+ * 32 KiB, whose region stays cached but unused, and so goes first when
+ * the put needs the room.  The second put's bytes differ from the
+ * first's, so that on a node, where the first landed, the second is seen.
  */
 #define ML_LIMIT	(64 * 1024)
 #define ML_LEN		(48 * 1024)
@@ -275,15 +277,17 @@ TEST_F_TIMEOUT(remap, file_pages_not_in_memory_are_read_in, 300)
 #define ML_FULL		1	/* initiator: the transfers were refused, or not */
 #define ML_ROOM		2	/* target: the 32 KiB are unexposed */
 #define ML_LANDED	3	/* initiator: the put succeeded */
+#define ML_SEED_1	0xbeef	/* the first put's pattern ... */
+#define ML_SEED_2	0xcafe	/* ... and the second's */
 
 static int ml_target(struct xside *s, void *arg)
 {
 	struct rlimit lim = { .rlim_cur = ML_LIMIT, .rlim_max = ML_LIMIT };
 	char *map = zcx_test_anon(ML_LEN), *other = zcx_test_anon(ML_OTHER);
+	bool net = *(bool *)arg;
 	struct uf_exposed ex;
 	uint64_t other_key;
 
-	(void)arg;
 	CK(map && other);
 	memset(map, 1, ML_LEN);
 	memset(other, 2, ML_OTHER);
@@ -302,10 +306,16 @@ static int ml_target(struct xside *s, void *arg)
 	CK_EQ(0, xexpect_u64(s, ML_FULL));
 	/* Nothing of a refused transfer stays charged (nor of a page-wise one). */
 	CK_EQ(ML_OTHER / 1024, zcx_test_vmpin_settle(ML_OTHER / 1024));
+	if (net)
+		CK(xall(map, ML_LEN, 3));
+	else
+		CK_PAT(map, ML_LEN, ML_SEED_1);
 	CK_EQ(0, zcx_unexpose(s->zcx, other_key));
+	/* Cached, unused: the put must evict it to find room. */
+	CK_EQ(ML_OTHER / 1024, zcx_test_vmpin_kib());
 	CK_EQ(0, xsend_u64(s, ML_ROOM));
 	CK_EQ(0, xexpect_u64(s, ML_LANDED));
-	CK_PAT(map, ML_LEN, 0xbeef);
+	CK_PAT(map, ML_LEN, ML_SEED_2);
 	/* Nothing of the put stays pinned, once the 32 KiB are out of the cache. */
 	CK_EQ(0, zcx_mr_flush(s->zcx));
 	CK_EQ(0, zcx_test_vmpin_settle(0));
@@ -323,14 +333,15 @@ static int ml_initiator(struct xside *s, void *arg)
 	struct uf_exposed ex;
 
 	CK(src);
-	xpat_fill(src, ML_LEN, 0xbeef);
+	xpat_fill(src, ML_LEN, ML_SEED_1);
 	CK_EQ(0, xread(s->rd, &ex, sizeof(ex)));
 	CK_EQ(full, uf_transfer(s, &ex, src, ML_LEN, true));
 	CK_EQ(full, uf_transfer(s, &ex, src, ML_LEN, false));
-	CK_PAT(src, ML_LEN, 0xbeef);
+	CK_PAT(src, ML_LEN, ML_SEED_1);
 	CK_EQ(0, xsend_u64(s, ML_FULL));
 
 	CK_EQ(0, xexpect_u64(s, ML_ROOM));
+	xpat_fill(src, ML_LEN, ML_SEED_2);
 	CK_EQ(0, uf_transfer(s, &ex, src, ML_LEN, true));
 	CK_EQ(0, xsend_u64(s, ML_LANDED));
 	munmap(src, ML_LEN);
@@ -340,6 +351,9 @@ static int ml_initiator(struct xside *s, void *arg)
 TEST_F_TIMEOUT(remap, pins_count_against_memlock, 300)
 {
 	bool net = variant->net;
+
+	if (geteuid())
+		SKIP(return, "needs root, to become uid 65534");
 
 	EXPECT_EQ(0, xrun_pair(variant->ep_flags, 0, ml_initiator, ml_target, &net));
 }

@@ -16,7 +16,9 @@
  *  - RLIMIT_MEMLOCK: an unprivileged process pins no more than its limit
  *    (registration, expose, and a transfer's own pinning, polled or not:
  *    ENOMEM), gets it back on release (VmPin), and rings and barrier
- *    pages are not charged to it; root with CAP_IPC_LOCK is not limited;
+ *    pages are not charged to it; root with CAP_IPC_LOCK is not limited
+ *    (the pins a put or get from another node makes in remapped exposed
+ *    memory: zcx_remap_test's pins_count_against_memlock);
  *  - an ioctl whose result cannot be copied out (EFAULT) leaves no object
  *    behind that the caller could not name;
  *  - no stale bytes reach userspace: every ioctl's output fields, passed
