@@ -277,28 +277,31 @@ void zcx_ctx_note_memlock(struct zcx_ctx *ctx)
 }
 
 /*
- * The pages @ctx's process may have pinned (ULONG_MAX: no limit).  A
- * kernel thread (the polling thread, a backend's worker), or any other
- * process, pins for it under the limit noted by zcx_ctx_note_memlock():
- * their own credentials are not the process's.
+ * The RLIMIT_MEMLOCK the caller pins for @ctx's process under, and in
+ * *@for_other whether it is not that process: a kernel thread (the
+ * polling thread, a backend's worker), or any other process, pins under
+ * the limit noted by zcx_ctx_note_memlock(), its own credentials not
+ * being the process's.
  */
-static unsigned long zcx_memlock_pages(struct zcx_ctx *ctx)
+static unsigned long zcx_memlock_limit(struct zcx_ctx *ctx, bool *for_other)
 {
-	unsigned long limit;
-
-	if ((current->flags & PF_KTHREAD) || current->mm != ctx->mm)
-		limit = READ_ONCE(ctx->kthread_memlock);
-	else
-		limit = capable(CAP_IPC_LOCK) ? RLIM_INFINITY : rlimit(RLIMIT_MEMLOCK);
-	return limit == RLIM_INFINITY ? ULONG_MAX : limit >> PAGE_SHIFT;
+	*for_other = (current->flags & PF_KTHREAD) || current->mm != ctx->mm;
+	return *for_other ? READ_ONCE(ctx->kthread_memlock) : rlimit(RLIMIT_MEMLOCK);
 }
 
-/* Charge mm->pinned_vm against RLIMIT_MEMLOCK, as ib_umem_get() does. */
-static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages, unsigned long limit)
+/*
+ * Charge mm->pinned_vm against RLIMIT_MEMLOCK, as ib_umem_get() does.
+ * CAP_IPC_LOCK is checked only past the limit, as mlock() does: a check
+ * may be audited.
+ */
+static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages)
 {
+	bool for_other;
+	unsigned long limit = zcx_memlock_limit(ctx, &for_other);
 	s64 total = atomic64_add_return(npages, &ctx->mm->pinned_vm);
 
-	if (total > 0 && (u64)total > limit) {
+	if (limit != RLIM_INFINITY && total > (limit >> PAGE_SHIFT) &&
+	    (for_other || !capable(CAP_IPC_LOCK))) {
 		atomic64_sub(npages, &ctx->mm->pinned_vm);
 		return -ENOMEM;
 	}
@@ -312,14 +315,15 @@ static int zcx_charge_memlock(struct zcx_ctx *ctx, unsigned long npages, unsigne
  */
 int zcx_pin_charge(struct zcx_ctx *ctx, unsigned long npages)
 {
-	unsigned long limit = zcx_memlock_pages(ctx);
+	bool for_other;
 
-	if (!zcx_charge_memlock(ctx, npages, limit))
+	if (!zcx_charge_memlock(ctx, npages))
 		return 0;
-	if (npages > limit)
+	/* Refused, so the limit is finite. */
+	if (npages > (zcx_memlock_limit(ctx, &for_other) >> PAGE_SHIFT))
 		return -ENOMEM;
 	zcx_mr_flush(ctx);
-	return zcx_charge_memlock(ctx, npages, limit);
+	return zcx_charge_memlock(ctx, npages);
 }
 
 /* Give back what zcx_pin_charge() charged. */
