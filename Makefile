@@ -47,7 +47,7 @@ LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
 .PHONY: all lib verbs pmix module clean-module selftests examples zcxctl zcx_soak zcx_twonode bench bench-all bench-reg bench-verbs \
-	bench-xfer bench-net check check-quick demo \
+	bench-xfer bench-net bench-pairs check check-quick demo \
 	vm-shell ktools dkms-install install uninstall deb clean help
 
 all: lib verbs pmix selftests examples zcxctl
@@ -73,6 +73,7 @@ help:
 	@echo "make bench-verbs     register-per-message over Soft-RoCE -> results/"
 	@echo "make bench-xfer      latency, bandwidth, barrier vs UCX, CMA, MPI -> results/"
 	@echo "make bench-net       zcx through zcx_ib vs perftest on Soft-RoCE -> results/"
+	@echo "make bench-pairs     zcx vs UCX posix,cma and CMA over many process pairs -> results/"
 
 # --- kernel module ---------------------------------------------------------
 
@@ -277,6 +278,9 @@ bench-xfer:
 
 bench-net:
 	$(TOP)/scripts/bench-net.sh
+
+bench-pairs:
+	$(TOP)/scripts/bench-pairs.sh
 
 # --- selftests -------------------------------------------------------------
 
