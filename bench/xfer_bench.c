@@ -449,6 +449,28 @@ static void bench_bw(struct pair *p, int rep, unsigned long long target, struct 
 }
 
 /*
+ * The structural rows of a test's sizes: system calls (row @calls) and,
+ * with -n, packets (row @pkts) per message; with @copies, copies per byte.
+ */
+static void tally_rows(const struct tally *tally, const size_t *sizes, size_t nsizes,
+		       const char *calls, const char *pkts, bool copies)
+{
+	size_t i;
+
+	for (i = 0; i < (only_size ? 1 : nsizes); i++) {
+		size_t len = only_size ? only_size : sizes[i];
+		const struct tally *t = &tally[i];
+
+		xfer_row(sysname, calls, len, 0, (double)t->calls / t->msgs);
+		if (connect_flags)
+			xfer_row(sysname, pkts, len, 0, (double)t->pkts / t->msgs);
+		/* Receives are always posted first: one copy, inline or not. */
+		if (copies)
+			xfer_row(sysname, "copies", len, 0, 1);
+	}
+}
+
+/*
  * Latency and bandwidth, each repetition on a new pair of processes with
  * new buffers, then the structural rows.  Under QEMU/TCG a pair's figures
  * depend on where its pages landed: pages whose addresses share an entry
@@ -461,7 +483,6 @@ static void bench_pairs(bool lat, bool bw, int reps, unsigned long long target)
 {
 	struct tally lat_tally[NLAT] = { 0 }, bw_tally[NBW] = { 0 };
 	struct pair p;
-	size_t i;
 	int r;
 
 	for (r = 1; r <= reps; r++) {
@@ -472,24 +493,10 @@ static void bench_pairs(bool lat, bool bw, int reps, unsigned long long target)
 			bench_bw(&p, r, target, bw_tally);
 		pair_stop(&p);
 	}
-	for (i = 0; lat && i < (only_size ? 1 : NLAT); i++) {
-		size_t len = only_size ? only_size : lat_sizes[i];
-		const struct tally *t = &lat_tally[i];
-
-		xfer_row(sysname, "syscalls", len, 0, (double)t->calls / t->msgs);
-		if (connect_flags)
-			xfer_row(sysname, "pkts", len, 0, (double)t->pkts / t->msgs);
-		/* Receives are always posted first: one copy, inline or not. */
-		xfer_row(sysname, "copies", len, 0, 1);
-	}
-	for (i = 0; bw && i < (only_size ? 1 : NBW); i++) {
-		size_t len = only_size ? only_size : bw_sizes[i];
-		const struct tally *t = &bw_tally[i];
-
-		xfer_row(sysname, "bw_syscalls", len, 0, (double)t->calls / t->msgs);
-		if (connect_flags)
-			xfer_row(sysname, "bw_pkts", len, 0, (double)t->pkts / t->msgs);
-	}
+	if (lat)
+		tally_rows(lat_tally, lat_sizes, NLAT, "syscalls", "pkts", true);
+	if (bw)
+		tally_rows(bw_tally, bw_sizes, NBW, "bw_syscalls", "bw_pkts", false);
 }
 
 /* --- N processes: barrier -------------------------------------------------- */
