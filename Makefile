@@ -47,7 +47,7 @@ LIB_PC   := $(BUILD)/lib/libzcx.pc
 KTOOLS   := $(BUILD)/ktools
 
 .PHONY: all lib verbs pmix module clean-module selftests examples zcxctl zcx_soak zcx_twonode bench bench-all bench-reg bench-verbs \
-	bench-xfer bench-net bench-pairs check check-quick demo \
+	bench-xfer bench-net bench-pairs bench-poll check check-quick demo \
 	vm-shell ktools dkms-install install uninstall deb clean help
 
 all: lib verbs pmix selftests examples zcxctl
@@ -74,6 +74,7 @@ help:
 	@echo "make bench-xfer      latency, bandwidth, barrier vs UCX, CMA, MPI -> results/"
 	@echo "make bench-net       zcx through zcx_ib vs perftest on Soft-RoCE -> results/"
 	@echo "make bench-pairs     zcx vs UCX posix,cma and CMA over many process pairs -> results/"
+	@echo "make bench-poll      system calls per message in polling mode, 2 and 4 vCPUs -> results/"
 
 # --- kernel module ---------------------------------------------------------
 
@@ -281,6 +282,9 @@ bench-net:
 
 bench-pairs:
 	$(TOP)/scripts/bench-pairs.sh
+
+bench-poll:
+	$(TOP)/scripts/bench-poll.sh
 
 # --- selftests -------------------------------------------------------------
 

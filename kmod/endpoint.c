@@ -718,16 +718,20 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 		goto out;
 	}
 
-	if (ep->flags & ZCX_EP_POLL) {
-		if (arg->flags & ZCX_ENTER_SQ_WAKEUP) {
-			/*
-			 * The thread will run: no more doorbells until it
-			 * sets the flag again, before it next sleeps.
-			 */
-			WRITE_ONCE(ep->hdr->sq_flags, 0);
-			zcx_poller_kick(ctx);
-		}
-	} else if (arg->to_submit) {
+	if ((ep->flags & ZCX_EP_POLL) && (arg->flags & ZCX_ENTER_SQ_WAKEUP)) {
+		/*
+		 * The thread will run: no more doorbells until it sets the
+		 * flag again, before it next sleeps.
+		 */
+		WRITE_ONCE(ep->hdr->sq_flags, 0);
+		zcx_poller_kick(ctx);
+	}
+	/*
+	 * On a polled endpoint too: a process whose polling thread shares
+	 * its CPU takes its submissions itself rather than wait for the
+	 * thread's turn.  sq_mutex orders us with the thread.
+	 */
+	if (arg->to_submit) {
 		mutex_lock(&ep->sq_mutex);
 		ret = zcx_sq_take(ep, arg->to_submit);
 		mutex_unlock(&ep->sq_mutex);
@@ -756,8 +760,13 @@ out:
  * address space is gone.  After poll_idle_us without work it sets
  * NEED_WAKEUP on each endpoint and sleeps until ZCX_IOC_ENTER with
  * ZCX_ENTER_SQ_WAKEUP kicks it.  Entries it cannot take (completion ring
- * full) do not keep it awake: the kick after reaping does.
+ * full) do not keep it awake: the kick after reaping does.  While others
+ * wait for its CPU it says so (ZCX_SQ_CPU_SHARED), idles in naps of a
+ * tick rather than spinning (ZCX_POLL_NAPS of them, then it sleeps), and
+ * keeps the flag when it goes to sleep: its processes then take their
+ * submissions themselves and wake it only now and then to look again.
  */
+#define ZCX_POLL_NAPS	64
 atomic_t zcx_pollers = ATOMIC_INIT(0);
 
 void zcx_poller_kick(struct zcx_ctx *ctx)
@@ -825,13 +834,14 @@ static bool zcx_poll_pass_mm(struct zcx_ctx *ctx, u32 flags, bool *busy)
 	return true;
 }
 
-static void zcx_poll_sleep(struct zcx_ctx *ctx)
+/* Sleep until kicked or stopped, or for @timeout jiffies at most. */
+static void zcx_poll_sleep(struct zcx_ctx *ctx, long timeout)
 {
 	DEFINE_WAIT(wait);
 
 	prepare_to_wait(&ctx->poll_wait, &wait, TASK_INTERRUPTIBLE);
 	if (!READ_ONCE(ctx->poll_kick) && !kthread_should_stop())
-		schedule();
+		schedule_timeout(timeout);
 	finish_wait(&ctx->poll_wait, &wait);
 }
 
@@ -842,6 +852,8 @@ static int zcx_poller(void *data)
 	u64 idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 	u64 idle_until = ktime_get_ns() + idle_ns;
 	bool alive = true, busy;
+	unsigned int naps = 0;
+	u32 sleep_flags;
 
 	/* The context's mmgrab() keeps the mm_struct for our use. */
 	kthread_use_mm(ctx->mm);
@@ -853,31 +865,38 @@ static int zcx_poller(void *data)
 		alive = alive && zcx_poll_pass_mm(ctx, shared ? ZCX_SQ_CPU_SHARED : 0, &busy);
 		if (alive && busy) {
 			idle_until = ktime_get_ns() + idle_ns;
+			naps = 0;
 			cond_resched();
 			continue;
 		}
-		if (alive && ktime_get_ns() < idle_until) {
+		if (alive && shared && naps < ZCX_POLL_NAPS) {
 			/*
-			 * Idle, and others want this CPU: let them run now
-			 * rather than at the next tick, they are what we wait
-			 * for.
+			 * Idle, and others want this CPU: they are what we
+			 * wait for, and while the flags say so they take
+			 * their submissions themselves when they wait.  Leave
+			 * them the CPU for a tick rather than compete for it.
 			 */
-			if (shared)
-				schedule();
-			else
-				cond_resched();
+			naps++;
+			zcx_poll_sleep(ctx, 1);
 			continue;
 		}
-		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP);
+		if (alive && !shared && ktime_get_ns() < idle_until) {
+			cond_resched();
+			continue;
+		}
+		/* Asleep, and whether we shared the CPU when we last looked. */
+		sleep_flags = ZCX_SQ_NEED_WAKEUP | (shared ? ZCX_SQ_CPU_SHARED : 0);
+		zcx_poll_set_flags(ctx, sleep_flags);
 		/*
 		 * Flags, then a last look: a submission published after that
 		 * look sees the flag (userspace's full barrier pairs with
 		 * ours) and kicks us, so the kick check below cannot miss it.
 		 */
 		smp_mb();
-		if (!(alive && zcx_poll_pass_mm(ctx, ZCX_SQ_NEED_WAKEUP, &busy) && busy))
-			zcx_poll_sleep(ctx);
+		if (!(alive && zcx_poll_pass_mm(ctx, sleep_flags, &busy) && busy))
+			zcx_poll_sleep(ctx, MAX_SCHEDULE_TIMEOUT);
 		zcx_poll_set_flags(ctx, 0);
+		naps = 0;
 		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 		idle_until = ktime_get_ns() + idle_ns;
 	}

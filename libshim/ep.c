@@ -9,10 +9,12 @@
  * Only one thread at a time sleeps in the kernel for completions; others
  * wait on a condition variable and are woken by whoever reaps.
  */
+#define _GNU_SOURCE	/* CLOCK_MONOTONIC_COARSE */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -39,6 +41,8 @@ enum {
 #define ZCX_SPIN_POLL_DEFAULT	200000
 /* Polls between two sched_yield()s (see zcx_spin_pause()). */
 #define ZCX_YIELD_EVERY		256
+/* How often a polling thread asleep on a shared CPU is woken to look. */
+#define ZCX_POLL_LOOK_NS	10000000u
 
 struct zcx_ep {
 	struct zcx *zcx;
@@ -57,6 +61,7 @@ struct zcx_ep {
 	bool kernel_waiter;		/* a thread sleeps in ZCX_IOC_ENTER */
 	bool wake_waiter;		/* we reaped what it may wait for */
 	uint32_t unsubmitted;		/* published, kernel not told (enter mode) */
+	uint64_t poll_look_ns;		/* CLOCK_MONOTONIC: zcx_poll_look_due() */
 	unsigned long spin;
 	uint64_t syscalls;
 	struct zcx_bar_member bars[ZCX_MAX_BARRIERS];
@@ -233,20 +238,76 @@ static unsigned int zcx_reap_locked(struct zcx_ep *ep)
 	return n;
 }
 
-/* Hand the kernel what was published: the doorbell.  ep->lock held. */
+/* Published entries the kernel has not taken yet. */
+static uint32_t zcx_sq_pending(const struct zcx_ep *ep)
+{
+	return *ep->sq_tail - __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Whether to wake a polling thread that went to sleep while it shared its
+ * CPU: every ZCX_POLL_LOOK_NS at most, for it to look again whether it
+ * now has a CPU of its own.  ep->lock held.
+ */
+static bool zcx_poll_look_due(struct zcx_ep *ep)
+{
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (now < ep->poll_look_ns)
+		return false;
+	ep->poll_look_ns = now + ZCX_POLL_LOOK_NS;
+	return true;
+}
+
+/*
+ * The doorbell of a polled endpoint, for what was published and not
+ * taken.  A thread that is asleep (ZCX_SQ_NEED_WAKEUP) is woken, and the
+ * call takes the entries too since it is made anyway.  But a thread that
+ * shares its CPU (ZCX_SQ_CPU_SHARED) would only take CPU time from the
+ * processes it serves: they take their entries themselves and wake it
+ * only now and then.  While it naps between looks (the flag without
+ * NEED_WAKEUP), the caller takes entries only if @take (a wait, test or
+ * flush); otherwise the thread does within a tick, or the next wait: a
+ * burst of sends then costs no system call each.  ep->lock held.
+ */
+static int zcx_poll_doorbell_locked(struct zcx_ep *ep, bool take)
+{
+	uint32_t pending, flags;
+	bool asleep, wake;
+	int ret;
+
+	/* Tail before flags: pairs with the polling thread's barrier. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	pending = zcx_sq_pending(ep);
+	flags = __atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED);
+	asleep = flags & ZCX_SQ_NEED_WAKEUP;
+	if (!pending || !(flags & (ZCX_SQ_NEED_WAKEUP | ZCX_SQ_CPU_SHARED)))
+		return 0;
+	if (!(ep->zcx->features & ZCX_FEATURE_POLL_SUBMIT)) {
+		/* An older module: only it takes them (waits yield to it). */
+		ret = asleep ? zcx_enter(ep, ZCX_ENTER_SQ_WAKEUP, 0, 0) : 0;
+		return ret < 0 ? ret : 0;
+	}
+	wake = asleep && (!(flags & ZCX_SQ_CPU_SHARED) || zcx_poll_look_due(ep));
+	if (!wake && !take && !asleep)
+		return 0;
+	ret = zcx_enter(ep, wake ? ZCX_ENTER_SQ_WAKEUP : 0, pending, 0);
+	return ret < 0 ? ret : 0;
+}
+
+/*
+ * Hand the kernel what was published: the doorbell.  Everything
+ * published is taken or being taken when it returns.  ep->lock held.
+ */
 static int zcx_ring_doorbell_locked(struct zcx_ep *ep)
 {
 	int ret;
 
-	if (ep->flags & ZCX_EP_POLL) {
-		/* Tail before flags: pairs with the polling thread's barrier. */
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		if (!(__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP) ||
-		    *ep->sq_tail == __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE))
-			return 0;
-		ret = zcx_enter(ep, ZCX_ENTER_SQ_WAKEUP, 0, 0);
-		return ret < 0 ? ret : 0;
-	}
+	if (ep->flags & ZCX_EP_POLL)
+		return zcx_poll_doorbell_locked(ep, true);
 	while (ep->unsubmitted) {
 		ret = zcx_enter(ep, 0, ep->unsubmitted, 0);
 		if (ret == -EBUSY) {
@@ -264,7 +325,7 @@ static int zcx_ring_doorbell_locked(struct zcx_ep *ep)
 
 static bool zcx_sq_full(const struct zcx_ep *ep)
 {
-	return *ep->sq_tail - __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE) >= ep->sq_entries;
+	return zcx_sq_pending(ep) >= ep->sq_entries;
 }
 
 /*
@@ -279,7 +340,7 @@ static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe, bool
 	/* Entry before tail: pairs with the kernel's acquire of sq_tail. */
 	__atomic_store_n(ep->sq_tail, tail + 1, __ATOMIC_RELEASE);
 	if (ep->flags & ZCX_EP_POLL)
-		return zcx_ring_doorbell_locked(ep);	/* a load, unless asleep */
+		return zcx_poll_doorbell_locked(ep, !lazy);	/* a load, mostly */
 	ep->unsubmitted++;
 	return lazy ? 0 : zcx_ring_doorbell_locked(ep);
 }
@@ -385,16 +446,42 @@ static void zcx_spin_pause(struct zcx_ep *ep, unsigned long spins, unsigned int 
 }
 
 /*
- * Whether a waiter on @ep should yield now and then: its polling thread
- * may want this CPU.  A module that tells (ZCX_SQ_CPU_SHARED) says when;
- * with an older one, always.
+ * Whether @ep's polling thread may be waiting for our CPU: it shares its
+ * own with other threads.  A module that tells (ZCX_SQ_CPU_SHARED) says
+ * when; with an older one, always.
  */
-static bool zcx_poller_may_wait(const struct zcx_ep *ep)
+static bool zcx_poller_shares_cpu(const struct zcx_ep *ep)
 {
 	if (!(ep->flags & ZCX_EP_POLL))
 		return false;
 	return !(ep->zcx->features & ZCX_FEATURE_SQ_CPU_SHARED) ||
 	       (__atomic_load_n(ep->sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_CPU_SHARED);
+}
+
+/*
+ * A wait's poll on @ep, whose polling thread shares its CPU: take what
+ * the thread left rather than wait for its turn (a context switch or two
+ * per message, or a tick), as enter mode would; with a module that
+ * cannot (no ZCX_FEATURE_POLL_SUBMIT), give it a turn now and then.
+ * Returns < 0 on an error of the doorbell.
+ */
+static int zcx_poll_shared_cpu(struct zcx_ep *ep, unsigned long spins)
+{
+	int ret;
+
+	if (!(ep->zcx->features & ZCX_FEATURE_POLL_SUBMIT)) {
+		zcx_spin_pause(ep, spins, ZCX_YIELD_EVERY);
+		return 0;
+	}
+	if (!zcx_sq_pending(ep)) {
+		zcx_cpu_relax();
+		return 0;
+	}
+	pthread_mutex_lock(&ep->lock);
+	ret = zcx_ring_doorbell_locked(ep);
+	zcx_unlock(ep);
+	/* EBUSY: the CQ is full, and the caller reaps. */
+	return ret == -EBUSY ? 0 : ret;
 }
 
 static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req);
@@ -550,8 +637,13 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 		if (spins < ep->spin) {
 			spins++;
 			if (!zcx_cq_pending(ep)) {
-				zcx_spin_pause(ep, spins,
-					       zcx_poller_may_wait(ep) ? ZCX_YIELD_EVERY : 0);
+				if (!zcx_poller_shares_cpu(ep)) {
+					zcx_cpu_relax();
+					continue;
+				}
+				ret = zcx_poll_shared_cpu(ep, spins);
+				if (ret)
+					return ret;
 				continue;
 			}
 		}

@@ -535,14 +535,58 @@ TEST_F_TIMEOUT(raw, polling_thread_says_when_it_shares_its_cpu, 120)
 	for (i = 0; i < started; i++)
 		pthread_join(threads[i], NULL);
 	EXPECT_TRUE(shared) TH_LOG("no ZCX_SQ_CPU_SHARED in %u ms among %ld busy threads", ms, n);
-	/* Idle now: after poll_idle_us it sleeps, and says only that. */
+	/*
+	 * Idle now: after poll_idle_us it sleeps, and says only that.  If it
+	 * went to sleep while still sharing its CPU, it says that too and
+	 * looks again when woken.
+	 */
 	for (ms = 0; ms < limit &&
-	     __atomic_load_n(p.sq_flags, __ATOMIC_RELAXED) != ZCX_SQ_NEED_WAKEUP; ms++)
+	     __atomic_load_n(p.sq_flags, __ATOMIC_RELAXED) != ZCX_SQ_NEED_WAKEUP; ms++) {
+		if (__atomic_load_n(p.sq_flags, __ATOMIC_RELAXED) ==
+		    (ZCX_SQ_NEED_WAKEUP | ZCX_SQ_CPU_SHARED))
+			ASSERT_EQ(0, polled_nop(&p));
 		usleep(1000);
+	}
 	EXPECT_EQ(ZCX_SQ_NEED_WAKEUP, *p.sq_flags);
 	ASSERT_EQ(0, polled_nop(&p));
 	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
 	free(threads);
+}
+
+/*
+ * A process may take its polled endpoint's submissions itself with
+ * ZCX_IOC_ENTER's to_submit (what libzcx does when the polling thread
+ * shares its CPU): with the thread asleep and not woken, the entry is
+ * taken and completes in the call, and the thread sleeps on.
+ */
+TEST_F_TIMEOUT(raw, polled_endpoint_takes_submissions_in_enter, 60)
+{
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 9 };
+	unsigned int ms, flags, limit = 10000 * zcx_test_slowdown();
+	struct zcx_query q = { 0 };
+	struct zcx_raw_ep p;
+	struct zcx_cqe cqe;
+
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_QUERY, &q));
+	ASSERT_TRUE(q.features & ZCX_FEATURE_POLL_SUBMIT);
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &p));
+	/* Without work, the thread goes to sleep after poll_idle_us. */
+	for (ms = 0; ms < limit &&
+	     !(__atomic_load_n(p.sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP); ms++)
+		usleep(1000);
+	flags = *p.sq_flags;
+	ASSERT_TRUE(flags & ZCX_SQ_NEED_WAKEUP);
+	zcx_raw_push(&p, &sqe);
+	EXPECT_EQ(1, zcx_raw_enter(&p, 1, 0, 0));
+	EXPECT_EQ(*p.sq_tail, __atomic_load_n(p.sq_head, __ATOMIC_ACQUIRE));
+	ASSERT_TRUE(zcx_raw_pop(&p, &cqe));
+	EXPECT_EQ(9, cqe.user_data);
+	EXPECT_EQ(0, cqe.res);
+	EXPECT_EQ(flags, *p.sq_flags);
+	/* Nothing left to take; and the thread still serves when woken. */
+	EXPECT_EQ(0, zcx_raw_enter(&p, 1, 0, 0));
+	ASSERT_EQ(0, polled_nop(&p));
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
 }
 
 /* Bad submissions fail in their completion, and the ring goes on. */

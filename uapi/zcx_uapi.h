@@ -44,8 +44,10 @@
 #define ZCX_FEATURE_MONITOR	(1ULL << 1)	/* ZCX_IOC_MON_ADD */
 #define ZCX_FEATURE_TRANSPORT	(1ULL << 2)	/* endpoints, rings, transfers */
 #define ZCX_FEATURE_SQ_CPU_SHARED (1ULL << 3)	/* sq_flags ZCX_SQ_CPU_SHARED */
+#define ZCX_FEATURE_POLL_SUBMIT	(1ULL << 4)	/* to_submit on ZCX_EP_POLL endpoints */
 #define ZCX_FEATURES_KNOWN	(ZCX_FEATURE_MR_CACHE | ZCX_FEATURE_MONITOR | \
-				 ZCX_FEATURE_TRANSPORT | ZCX_FEATURE_SQ_CPU_SHARED)
+				 ZCX_FEATURE_TRANSPORT | ZCX_FEATURE_SQ_CPU_SHARED | \
+				 ZCX_FEATURE_POLL_SUBMIT)
 
 /**
  * struct zcx_query - ZCX_IOC_QUERY: ABI version, features and limits.
@@ -468,10 +470,15 @@ struct zcx_ring_offsets {
 #define ZCX_SQ_NEED_WAKEUP	(1U << 0)
 /*
  * sq_flags: the polling thread shares its CPU with other runnable threads
- * (more threads than CPUs).  A thread spinning on the completion ring
- * should then give up its CPU now and then (sched_yield()): the polling
- * thread may be waiting for it.  Clear, the spin needs no system call.
- * A hint, refreshed as the thread polls (ZCX_FEATURE_SQ_CPU_SHARED).
+ * (more threads than CPUs), so it may wait for the CPU of the very thread
+ * that spins on the completion ring.  Submissions it has not taken yet
+ * (sq_head behind sq_tail) are then better taken by that thread itself
+ * with ZCX_IOC_ENTER's to_submit (ZCX_FEATURE_POLL_SUBMIT; with an older
+ * module, give up the CPU now and then with sched_yield()).  Meanwhile
+ * the polling thread idles in naps of a tick, and then sleeps with both
+ * flags set: waking it is only worth it now and then, for it to look
+ * again.  Clear, the spin needs no system call.  A hint, refreshed as the
+ * thread polls (ZCX_FEATURE_SQ_CPU_SHARED).
  */
 #define ZCX_SQ_CPU_SHARED	(1U << 1)
 
@@ -587,8 +594,9 @@ struct zcx_ep_connect {
  * struct zcx_enter - ZCX_IOC_ENTER: the doorbell.
  * @ep:		in: the endpoint.
  * @flags:	in: ZCX_ENTER_*.
- * @to_submit:	in: take at most this many submissions (the polling thread
- *		takes them itself on a ZCX_EP_POLL endpoint).
+ * @to_submit:	in: take at most this many submissions.  On a ZCX_EP_POLL
+ *		endpoint the polling thread takes them too, whichever comes
+ *		first (ZCX_FEATURE_POLL_SUBMIT; older modules ignore it there).
  * @min_complete: in: with ZCX_ENTER_GETEVENTS, sleep until the CQ holds at
  *		least this many unread completions (at most cq_entries).
  * @reserved:	in: must be zero.
