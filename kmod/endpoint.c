@@ -721,9 +721,11 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 	if ((ep->flags & ZCX_EP_POLL) && (arg->flags & ZCX_ENTER_SQ_WAKEUP)) {
 		/*
 		 * The thread will run: no more doorbells until it sets the
-		 * flag again, before it next sleeps.
+		 * flag again, before it next sleeps.  ZCX_SQ_CPU_SHARED stays
+		 * until it looks again.
 		 */
-		WRITE_ONCE(ep->hdr->sq_flags, 0);
+		WRITE_ONCE(ep->hdr->sq_flags,
+			   READ_ONCE(ep->hdr->sq_flags) & ~ZCX_SQ_NEED_WAKEUP);
 		zcx_poller_kick(ctx);
 	}
 	/*
@@ -732,6 +734,8 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 	 * thread's turn.  sq_mutex orders us with the thread.
 	 */
 	if (arg->to_submit) {
+		if ((ep->flags & ZCX_EP_POLL) && !READ_ONCE(ctx->poll_takers))
+			WRITE_ONCE(ctx->poll_takers, true);
 		mutex_lock(&ep->sq_mutex);
 		ret = zcx_sq_take(ep, arg->to_submit);
 		mutex_unlock(&ep->sq_mutex);
@@ -752,6 +756,8 @@ out:
 	return ret;
 }
 
+#define ZCX_POLL_NAPS	64
+
 /*
  * The polling thread: takes the submissions of every ZCX_EP_POLL endpoint
  * of its context, in the context's address space, charging memory to the
@@ -761,12 +767,14 @@ out:
  * NEED_WAKEUP on each endpoint and sleeps until ZCX_IOC_ENTER with
  * ZCX_ENTER_SQ_WAKEUP kicks it.  Entries it cannot take (completion ring
  * full) do not keep it awake: the kick after reaping does.  While others
- * wait for its CPU it says so (ZCX_SQ_CPU_SHARED), idles in naps of a
- * tick rather than spinning (ZCX_POLL_NAPS of them, then it sleeps), and
- * keeps the flag when it goes to sleep: its processes then take their
- * submissions themselves and wake it only now and then to look again.
+ * wait for its CPU it says so (ZCX_SQ_CPU_SHARED).  If the process takes
+ * its own submissions then (ctx->poll_takers), the idle thread naps a
+ * tick at a time rather than compete for the CPU, ZCX_POLL_NAPS times,
+ * then sleeps with the flag still set; woken from such a sleep (the
+ * process has it look again now and then), it goes back to sleep at
+ * once if it still shares its CPU and finds no work.  Otherwise it gives
+ * way with schedule() until poll_idle_us have passed.
  */
-#define ZCX_POLL_NAPS	64
 atomic_t zcx_pollers = ATOMIC_INIT(0);
 
 void zcx_poller_kick(struct zcx_ctx *ctx)
@@ -793,10 +801,17 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 		if (ep->flags & ZCX_EP_POLL) {
 			if (READ_ONCE(ep->hdr->sq_flags) != flags)
 				WRITE_ONCE(ep->hdr->sq_flags, flags);
-			mutex_lock(&ep->sq_mutex);
-			if (zcx_sq_take(ep, ep->sq_entries) > 0)
+			/*
+			 * The process takes entries itself too: do not wait
+			 * for it (it is busy, so are we).
+			 */
+			if (!mutex_trylock(&ep->sq_mutex)) {
 				busy = true;
-			mutex_unlock(&ep->sq_mutex);
+			} else {
+				if (zcx_sq_take(ep, ep->sq_entries) > 0)
+					busy = true;
+				mutex_unlock(&ep->sq_mutex);
+			}
 		}
 		zcx_ep_put(ep);
 	}
@@ -869,19 +884,28 @@ static int zcx_poller(void *data)
 			cond_resched();
 			continue;
 		}
-		if (alive && shared && naps < ZCX_POLL_NAPS) {
+		if (alive && shared && READ_ONCE(ctx->poll_takers)) {
 			/*
 			 * Idle, and others want this CPU: they are what we
 			 * wait for, and while the flags say so they take
-			 * their submissions themselves when they wait.  Leave
-			 * them the CPU for a tick rather than compete for it.
+			 * their submissions themselves.  Leave them the CPU
+			 * for a tick at a time rather than compete for it.
 			 */
-			naps++;
-			zcx_poll_sleep(ctx, 1);
-			continue;
-		}
-		if (alive && !shared && ktime_get_ns() < idle_until) {
-			cond_resched();
+			if (naps < ZCX_POLL_NAPS) {
+				naps++;
+				zcx_poll_sleep(ctx, 1);
+				continue;
+			}
+		} else if (alive && ktime_get_ns() < idle_until) {
+			/*
+			 * Idle: spin; if others want this CPU, let them run
+			 * now rather than at the next tick, they are what
+			 * we wait for.
+			 */
+			if (shared)
+				schedule();
+			else
+				cond_resched();
 			continue;
 		}
 		/* Asleep, and whether we shared the CPU when we last looked. */
@@ -895,8 +919,10 @@ static int zcx_poller(void *data)
 		smp_mb();
 		if (!(alive && zcx_poll_pass_mm(ctx, sleep_flags, &busy) && busy))
 			zcx_poll_sleep(ctx, MAX_SCHEDULE_TIMEOUT);
-		zcx_poll_set_flags(ctx, 0);
-		naps = 0;
+		/* Still shared, as far as we know, until the next pass. */
+		zcx_poll_set_flags(ctx, sleep_flags & ZCX_SQ_CPU_SHARED);
+		/* Slept sharing: only a look, no naps, unless work comes. */
+		naps = shared ? ZCX_POLL_NAPS : 0;
 		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 		idle_until = ktime_get_ns() + idle_ns;
 	}

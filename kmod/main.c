@@ -31,7 +31,7 @@ MODULE_PARM_DESC(eager_credits, "Inline messages a connection may have unreceive
 
 unsigned int zcx_poll_idle_us = 2000;
 module_param_named(poll_idle_us, zcx_poll_idle_us, uint, 0444);
-MODULE_PARM_DESC(poll_idle_us, "Microseconds a polling thread spins without work before it sleeps (default 2000)");
+MODULE_PARM_DESC(poll_idle_us, "Microseconds a polling thread spins without work before it sleeps (default 2000; on a shared CPU whose process takes its own submissions, it naps instead)");
 
 unsigned int zcx_max_pollers = 64;
 module_param_named(max_pollers, zcx_max_pollers, uint, 0444);

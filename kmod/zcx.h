@@ -205,6 +205,10 @@ struct zcx_region {
  * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL.
  * @poll_wait:	where it sleeps when idle ...
  * @poll_kick:	... until this is set (ZCX_ENTER_SQ_WAKEUP).
+ * @poll_takers: the process takes submissions of its polled endpoints
+ *		itself (ZCX_IOC_ENTER's to_submit) when the thread shares
+ *		its CPU, so an idle thread may nap rather than stay
+ *		runnable for it.
  * @expose_lock: protects @exposed.
  * @exposed:	exposed regions by key.
  * @inval:	invalidations by cause (under @lock), [ZCX_EVENT_UNMAP - 1]
@@ -251,6 +255,7 @@ struct zcx_ctx {
 	struct task_struct *poller;
 	wait_queue_head_t poll_wait;
 	bool poll_kick;
+	bool poll_takers;
 	spinlock_t expose_lock;		/* see the lock order above */
 	DECLARE_HASHTABLE(exposed, 6);
 	u64 inval[ZCX_EVENT_CAUSES];

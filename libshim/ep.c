@@ -62,6 +62,7 @@ struct zcx_ep {
 	bool wake_waiter;		/* we reaped what it may wait for */
 	uint32_t unsubmitted;		/* published, kernel not told (enter mode) */
 	uint64_t poll_look_ns;		/* CLOCK_MONOTONIC: zcx_poll_look_due() */
+	bool cq_full;			/* EBUSY since the last reap */
 	unsigned long spin;
 	uint64_t syscalls;
 	struct zcx_bar_member bars[ZCX_MAX_BARRIERS];
@@ -231,6 +232,7 @@ static unsigned int zcx_reap_locked(struct zcx_ep *ep)
 	}
 	if (n) {
 		__atomic_store_n(ep->cq_head, head, __ATOMIC_RELEASE);
+		__atomic_store_n(&ep->cq_full, false, __ATOMIC_RELAXED);
 		pthread_cond_broadcast(&ep->reaped);
 		if (ep->kernel_waiter)
 			ep->wake_waiter = true;
@@ -267,11 +269,10 @@ static bool zcx_poll_look_due(struct zcx_ep *ep)
  * taken.  A thread that is asleep (ZCX_SQ_NEED_WAKEUP) is woken, and the
  * call takes the entries too since it is made anyway.  But a thread that
  * shares its CPU (ZCX_SQ_CPU_SHARED) would only take CPU time from the
- * processes it serves: they take their entries themselves and wake it
- * only now and then.  While it naps between looks (the flag without
- * NEED_WAKEUP), the caller takes entries only if @take (a wait, test or
- * flush); otherwise the thread does within a tick, or the next wait: a
- * burst of sends then costs no system call each.  ep->lock held.
+ * processes it serves: they take their entries themselves, a system call
+ * per send as in enter mode, and wake it only now and then to look
+ * again.  Without @take (a lazy receive), entries are left to the thread
+ * if it is awake, or to the next doorbell.  ep->lock held.
  */
 static int zcx_poll_doorbell_locked(struct zcx_ep *ep, bool take)
 {
@@ -473,15 +474,20 @@ static int zcx_poll_shared_cpu(struct zcx_ep *ep, unsigned long spins)
 		zcx_spin_pause(ep, spins, ZCX_YIELD_EVERY);
 		return 0;
 	}
-	if (!zcx_sq_pending(ep)) {
+	/* After EBUSY, nothing can be taken until completions are reaped. */
+	if (!zcx_sq_pending(ep) || __atomic_load_n(&ep->cq_full, __ATOMIC_RELAXED)) {
 		zcx_cpu_relax();
 		return 0;
 	}
 	pthread_mutex_lock(&ep->lock);
 	ret = zcx_ring_doorbell_locked(ep);
+	if (ret == -EBUSY) {
+		/* The CQ has no room for what is in flight: the caller reaps. */
+		__atomic_store_n(&ep->cq_full, true, __ATOMIC_RELAXED);
+		ret = 0;
+	}
 	zcx_unlock(ep);
-	/* EBUSY: the CQ is full, and the caller reaps. */
-	return ret == -EBUSY ? 0 : ret;
+	return ret;
 }
 
 static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req);

@@ -18,9 +18,10 @@
 # The 4 vCPUs share the host's cores, so a vCPU may wait a host
 # scheduler slice (milliseconds) for its turn.  In both guests zcx.ko is
 # therefore loaded with poll_idle_us=1000000 and libzcx spins with
-# ZCX_SPIN=100000000, so that neither the polling threads nor the
-# waiters go to sleep between two messages.  The times of the 4-vCPU
-# run are not zcx's and are not reported.  Writes DIR/poll.csv
+# ZCX_SPIN=100000000, so that polling threads with a CPU of their own
+# and the waiters do not go to sleep between two messages (threads that
+# share a CPU nap and sleep whatever poll_idle_us).  The times of the
+# 4-vCPU run are not zcx's and are not reported.  Writes DIR/poll.csv
 # (vcpus,system,test,bytes,value: calls per message, ns or MB/s) and
 # DIR/poll.md (default results/).  -q: shorter runs.
 set -euo pipefail

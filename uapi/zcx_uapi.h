@@ -376,7 +376,8 @@ struct zcx_event {
  *    ZCX_SQ_NEED_WAKEUP is set, it calls ZCX_IOC_ENTER; otherwise the
  *    polling thread will see the entries and no system call is needed.
  *    ZCX_ENTER_SQ_WAKEUP clears ZCX_SQ_NEED_WAKEUP: the thread is on its
- *    way, and sets it again before it next sleeps.
+ *    way, and sets it again before it next sleeps.  (ZCX_SQ_CPU_SHARED
+ *    below changes who had better take the entries, not this rule.)
  *
  * The completion ring never overflows: the kernel takes a submission only
  * while the completions it owes plus those unread fit in the CQ.  When
@@ -474,11 +475,13 @@ struct zcx_ring_offsets {
  * that spins on the completion ring.  Submissions it has not taken yet
  * (sq_head behind sq_tail) are then better taken by that thread itself
  * with ZCX_IOC_ENTER's to_submit (ZCX_FEATURE_POLL_SUBMIT; with an older
- * module, give up the CPU now and then with sched_yield()).  Meanwhile
- * the polling thread idles in naps of a tick, and then sleeps with both
- * flags set: waking it is only worth it now and then, for it to look
- * again.  Clear, the spin needs no system call.  A hint, refreshed as the
- * thread polls (ZCX_FEATURE_SQ_CPU_SHARED).
+ * module, give up the CPU now and then with sched_yield()).  Once the
+ * process does, the idle thread naps a tick at a time, and then sleeps
+ * with both flags set.  Entries published then must still be taken:
+ * wake the thread (ZCX_ENTER_SQ_WAKEUP) or take them with to_submit;
+ * waking it now and then lets it look again whether it still shares
+ * its CPU.  Clear, the spin needs no system call.  A hint, refreshed as
+ * the thread polls (ZCX_FEATURE_SQ_CPU_SHARED).
  */
 #define ZCX_SQ_CPU_SHARED	(1U << 1)
 
