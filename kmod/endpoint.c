@@ -756,7 +756,8 @@ out:
 	return ret;
 }
 
-#define ZCX_POLL_NAPS	64
+#define ZCX_POLL_NAPS		64
+#define ZCX_POLL_LOOK_NAPS	4
 
 /*
  * The polling thread: takes the submissions of every ZCX_EP_POLL endpoint
@@ -771,9 +772,9 @@ out:
  * its own submissions then (ctx->poll_takers), the idle thread naps a
  * tick at a time rather than compete for the CPU, ZCX_POLL_NAPS times,
  * then sleeps with the flag still set; woken from such a sleep (the
- * process has it look again now and then), it goes back to sleep at
- * once if it still shares its CPU and finds no work.  Otherwise it gives
- * way with schedule() until poll_idle_us have passed.
+ * process has it look again now and then), it goes back to sleep after
+ * ZCX_POLL_LOOK_NAPS if it still shares its CPU and finds no work.
+ * Otherwise it gives way with schedule() until poll_idle_us have passed.
  */
 atomic_t zcx_pollers = ATOMIC_INIT(0);
 
@@ -803,10 +804,14 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 				WRITE_ONCE(ep->hdr->sq_flags, flags);
 			/*
 			 * The process takes entries itself too: do not wait
-			 * for it (it is busy, so are we).
+			 * for it.  It takes what was published before it
+			 * began, and later publishers see NEED_WAKEUP only
+			 * once we are in our last look: that look must see
+			 * their entries, so it counts as work there.
 			 */
 			if (!mutex_trylock(&ep->sq_mutex)) {
-				busy = true;
+				if (flags & ZCX_SQ_NEED_WAKEUP)
+					busy = true;
 			} else {
 				if (zcx_sq_take(ep, ep->sq_entries) > 0)
 					busy = true;
@@ -921,8 +926,8 @@ static int zcx_poller(void *data)
 			zcx_poll_sleep(ctx, MAX_SCHEDULE_TIMEOUT);
 		/* Still shared, as far as we know, until the next pass. */
 		zcx_poll_set_flags(ctx, sleep_flags & ZCX_SQ_CPU_SHARED);
-		/* Slept sharing: only a look, no naps, unless work comes. */
-		naps = shared ? ZCX_POLL_NAPS : 0;
+		/* Slept sharing: a look of a few naps, unless work comes. */
+		naps = shared ? ZCX_POLL_NAPS - ZCX_POLL_LOOK_NAPS : 0;
 		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 		idle_until = ktime_get_ns() + idle_ns;
 	}

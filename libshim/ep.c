@@ -42,7 +42,7 @@ enum {
 /* Polls between two sched_yield()s (see zcx_spin_pause()). */
 #define ZCX_YIELD_EVERY		256
 /* How often a polling thread asleep on a shared CPU is woken to look. */
-#define ZCX_POLL_LOOK_NS	10000000u
+#define ZCX_POLL_LOOK_NS	100000000u
 
 struct zcx_ep {
 	struct zcx *zcx;
@@ -269,10 +269,11 @@ static bool zcx_poll_look_due(struct zcx_ep *ep)
  * taken.  A thread that is asleep (ZCX_SQ_NEED_WAKEUP) is woken, and the
  * call takes the entries too since it is made anyway.  But a thread that
  * shares its CPU (ZCX_SQ_CPU_SHARED) would only take CPU time from the
- * processes it serves: they take their entries themselves, a system call
- * per send as in enter mode, and wake it only now and then to look
- * again.  Without @take (a lazy receive), entries are left to the thread
- * if it is awake, or to the next doorbell.  ep->lock held.
+ * processes it serves: they take their entries themselves when they wait
+ * (@take) and, if it sleeps, when they publish, and wake it only now and
+ * then to look again.  Publishing while it naps (the flag alone) leaves
+ * the entries to it, within a tick, or to the next wait: a burst of
+ * sends makes no system call each.  ep->lock held.
  */
 static int zcx_poll_doorbell_locked(struct zcx_ep *ep, bool take)
 {
@@ -331,7 +332,9 @@ static bool zcx_sq_full(const struct zcx_ep *ep)
 
 /*
  * Write an entry into a free SQ slot and publish it; ring the doorbell
- * unless @lazy (the next doorbell, or a wait, will).  ep->lock held.
+ * unless @lazy (the next doorbell, or a wait, will); on a polled
+ * endpoint, as its thread's state says (zcx_poll_doorbell_locked()).
+ * ep->lock held.
  */
 static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe, bool lazy)
 {
@@ -341,7 +344,7 @@ static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe, bool
 	/* Entry before tail: pairs with the kernel's acquire of sq_tail. */
 	__atomic_store_n(ep->sq_tail, tail + 1, __ATOMIC_RELEASE);
 	if (ep->flags & ZCX_EP_POLL)
-		return zcx_poll_doorbell_locked(ep, !lazy);	/* a load, mostly */
+		return zcx_poll_doorbell_locked(ep, false);	/* a load, mostly */
 	ep->unsubmitted++;
 	return lazy ? 0 : zcx_ring_doorbell_locked(ep);
 }
