@@ -37,7 +37,7 @@ if [ -w /proc/sys/vm/nr_hugepages ]; then
 	echo 8 > /proc/sys/vm/nr_hugepages
 fi
 # A Soft-RoCE device on lo for the verbs tests (they skip without one).
-if [ "$(id -u)" = 0 ] && ! ls /sys/class/infiniband/ 2>/dev/null | grep -q .; then
+if [ "$(id -u)" = 0 ] && ! compgen -G '/sys/class/infiniband/*' > /dev/null; then
 	# (Built into the debug kernel, which has no modules to probe.)
 	modprobe rdma_rxe 2>/dev/null
 	rdma link add rxe0 type rxe netdev lo 2>/dev/null
@@ -79,6 +79,21 @@ for prog in "$bindir"/zcx_*_test* "$here"/zcx_*_test.sh; do
 	case " ${ZCX_FIRST_PROGRAMS:-} " in *" $(basename "$prog") "*) ;; *) progs+=("$prog") ;; esac
 done
 
+# State, wait channel and kernel stack of every thread of the processes
+# named NAME (a test program and the children it forked) and of zcx's
+# kernel threads: what a program that hangs waits for.
+task_stacks() {
+	local p t
+	for p in $(pgrep -x "${1:0:15}") $(pgrep '^zcx-'); do
+		for t in /proc/"$p"/task/*; do
+			echo "$(cat "$t/comm" 2> /dev/null) $p/${t##*/}:" \
+				"state $(awk '{ print $3 }' "$t/stat" 2> /dev/null)" \
+				"wchan $(cat "$t/wchan" 2> /dev/null)"
+			cat "$t/stack" 2> /dev/null
+		done
+	done
+}
+
 status=0 ran=0
 for prog in "${progs[@]}"; do
 	[ -x "$prog" ] || continue
@@ -99,9 +114,27 @@ for prog in "${progs[@]}"; do
 	start=$SECONDS
 	# (Told to stop, a program with network tests takes its network down
 	# first: zcx_net.h.)
-	timeout --kill-after=60 "$timeout" "$prog" "${args[@]}" > "$tapdir/$name.tap" 2>&1
+	rm -f "$tapdir/$name.stacks"
+	timeout --kill-after=60 "$timeout" "$prog" "${args[@]}" > "$tapdir/$name.tap" 2>&1 &
+	pid=$!
+	# A watchdog: shortly before the timeout, where everything waits.
+	sleep $((timeout > 30 ? timeout - 15 : timeout)) &
+	watchdog=$!
+	wait -n -p ended $pid $watchdog
 	rc=$?
+	if [ "$ended" = "$watchdog" ]; then
+		task_stacks "$name" > "$tapdir/$name.stacks"
+		wait $pid
+		rc=$?
+	else
+		kill $watchdog 2> /dev/null
+		wait $watchdog 2> /dev/null
+	fi
 	cat "$tapdir/$name.tap"
+	if [ -s "$tapdir/$name.stacks" ]; then
+		echo "# $name still ran near its timeout; its tasks and zcx's threads then:"
+		sed 's/^/# /' "$tapdir/$name.stacks"
+	fi
 	# What each program costs, for sizing the slow (debug-kernel) lane.
 	echo "# $name took $((SECONDS - start)) s"
 	# 4 is kselftest's "skipped".
