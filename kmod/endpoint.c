@@ -703,6 +703,22 @@ static bool zcx_cq_wait_done(struct zcx_ep *ep, u32 min_complete)
 	return READ_ONCE(ep->dead) || zcx_cq_ready(ep) >= min_complete;
 }
 
+/*
+ * A process takes up to @max submissions of its polled endpoint @ep.  The
+ * polling thread may hold sq_mutex for long (a pass can copy a large
+ * message): wait for it interruptibly.
+ */
+static int zcx_poll_enter_take(struct zcx_ep *ep, u32 max)
+{
+	int ret;
+
+	if (mutex_lock_interruptible(&ep->sq_mutex))
+		return -EINTR;
+	ret = zcx_sq_take(ep, max);
+	mutex_unlock(&ep->sq_mutex);
+	return ret;
+}
+
 int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 {
 	struct zcx_ep *ep;
@@ -733,9 +749,13 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 	 * its CPU takes its submissions itself rather than wait for the
 	 * thread's turn.  sq_mutex orders us with the thread.
 	 */
-	if (arg->to_submit) {
-		if ((ep->flags & ZCX_EP_POLL) && !READ_ONCE(ctx->poll_takers))
+	if (arg->to_submit && (ep->flags & ZCX_EP_POLL)) {
+		if (!READ_ONCE(ctx->poll_takers))
 			WRITE_ONCE(ctx->poll_takers, true);
+		ret = zcx_poll_enter_take(ep, arg->to_submit);
+		if (ret < 0)
+			goto out;
+	} else if (arg->to_submit) {
 		mutex_lock(&ep->sq_mutex);
 		ret = zcx_sq_take(ep, arg->to_submit);
 		mutex_unlock(&ep->sq_mutex);

@@ -297,7 +297,8 @@ static int zcx_poll_doorbell_locked(struct zcx_ep *ep, bool take)
 	if (!wake && !take && !asleep)
 		return 0;
 	ret = zcx_enter(ep, wake ? ZCX_ENTER_SQ_WAKEUP : 0, pending, 0);
-	return ret < 0 ? ret : 0;
+	/* EINTR: a signal came while the thread held the ring; later. */
+	return ret < 0 && ret != -EINTR ? ret : 0;
 }
 
 /*
