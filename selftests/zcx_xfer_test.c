@@ -345,8 +345,11 @@ TEST_F_TIMEOUT(xfer, unexpected_messages, 60)
 /*
  * Unexpected messages never hold up a later one: the parent sends far more
  * small messages (tag 1) than a node's eager credits and a connection's
- * network buffers, then more large ones (tag 2) than those buffers, then
- * one small message (tag 3).  The child receives tag 3 first, within a
+ * network buffers, then more large ones (tag 2) than those buffers (and,
+ * between nodes, than the answers a receiver may have out before the
+ * sender says it took them, and than a send queue would hold if each
+ * waiting message kept its registration's and SEND's entries), then one
+ * small message (tag 3).  The child receives tag 3 first, within a
  * bound, and only then the others, each tag in order.  (In MPI terms:
  * nonblocking sends must complete whatever order the receives come in.)
  * The first small ones, as many as are buffered at the receiver whoever
@@ -355,7 +358,7 @@ TEST_F_TIMEOUT(xfer, unexpected_messages, 60)
  * and tells the sender, which sends the next as rendezvous messages).
  */
 #define FLOOD_SMALL_LEN	100
-#define FLOOD_BIG_LEN	(64 * KiB + 3)
+#define FLOOD_BIG_LEN	(8 * KiB + 3)
 #define FLOOD_SLOT	(FLOOD_BIG_LEN + GUARD)
 
 struct flood {
@@ -434,10 +437,11 @@ static int flood_parent(struct xside *s, void *arg)
 TEST_F_TIMEOUT(xfer, unexpected_flood_holds_up_no_later_message, 120)
 {
 	/*
-	 * A connection's network buffers, and those it holds: zcx_ib.h's.
-	 * (Between nodes at most 128 rendezvous messages may wait unreceived.)
+	 * A connection's network buffers, those it holds, the FINs its
+	 * receiver may have out, and its send queue: zcx_ib.h's.  A
+	 * rendezvous message's registration, SEND and invalidation take 3.
 	 */
-	const unsigned int net_buffers = 32, net_held = 24;
+	const unsigned int net_buffers = 32, net_held = 24, net_fins = 128, net_sq = 1024;
 	struct zcx_query q;
 	struct zcx *zcx;
 	struct flood f;
@@ -448,7 +452,7 @@ TEST_F_TIMEOUT(xfer, unexpected_flood_holds_up_no_later_message, 120)
 	zcx_close(zcx);
 	f.small = 2 * (variant->net ? net_buffers : q.eager_credits) + 8;
 	f.first = q.eager_credits < net_held ? q.eager_credits : net_held;
-	f.big = net_buffers + 8;
+	f.big = variant->net ? net_sq / 3 + net_fins / 2 : net_buffers + 8;
 	/* Room in the rings for every message at once. */
 	while (depth < f.small + f.big + 16)
 		depth <<= 1;

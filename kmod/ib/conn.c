@@ -183,11 +183,9 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 	if (ret)
 		return ret;
 	conn->qp = id->qp;
-	if (conn->passive) {
-		ret = zcx_ib_credit_init(conn);
-		if (ret)
-			return ret;
-	}
+	ret = zcx_ib_ctl_init(conn);
+	if (ret)
+		return ret;
 	return zcx_ib_rx_fill(conn, rx_depth);
 }
 
@@ -204,7 +202,7 @@ static void zcx_ib_qp_destroy(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 		conn->qp = NULL;
 		/* Nothing is posted: end what the device left unfinished. */
 		zcx_ib_jobs_fail(conn);
-		zcx_ib_credit_free(conn);
+		zcx_ib_ctl_free(conn);
 		zcx_ib_mrs_free(conn);
 	}
 	if (conn->cq) {

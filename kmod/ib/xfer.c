@@ -208,37 +208,83 @@ void zcx_ib_release_rx(void *arg)
  * may send inline again goes at once.
  *
  * The active side queues at most ZCX_IB_EAGER_QUEUE inline messages for
- * credits (more go as RTS), and has at most ZCX_IB_FIN_MAX jobs awaiting
- * a FIN, which its reply buffers take.
+ * credits (more go as RTS).
+ *
+ * FINs come back into the active side's reply buffers, which it posts
+ * again as it takes them.  The passive side has at most ZCX_IB_FIN_MAX
+ * out that the active side has not said it took, in TAKEN messages sent
+ * once it took half as many: so there is a buffer for every FIN, and the
+ * active side may have as many rendezvous messages, puts and gets
+ * waiting for their FIN as its send queue has room for their
+ * invalidations (zcx_ib_rts_sent()).  A pull or serve job waits for room
+ * for its FIN, its moves with it.  A TAKEN needs a credit too, and other
+ * messages leave it the last one: buffers held by messages whose answer
+ * waits for room (a PUT, a GET, or an RTS that could not be copied out)
+ * then never keep it from coming.
  */
+
+/* Send the connection's control message with @n and @flags; conn->lock held. */
+static bool zcx_ib_ctl_send_locked(struct zcx_ib_conn *conn, u32 n, u8 flags)
+{
+	struct zcx_ib_tx *tx = conn->ctl_tx;
+	struct zcx_ib_hdr *hdr = tx->msg;
+
+	hdr->credits = cpu_to_le16(n);
+	hdr->flags = flags;
+	ib_dma_sync_single_for_device(conn->ibdev, tx->msg_dma, tx->msg_len, DMA_TO_DEVICE);
+	if (ib_post_send(conn->qp, &tx->wr[0].send, NULL)) {
+		zcx_ib_conn_schedule_kill(conn);
+		return false;
+	}
+	conn->ctl_busy = true;
+	conn->sq_used++;
+	return true;
+}
+
+/* Whether the control message may go now. */
+static bool zcx_ib_ctl_ready_locked(const struct zcx_ib_conn *conn)
+{
+	return conn->ctl_tx && !conn->ctl_busy && conn->state == ZCX_IB_LIVE &&
+	       conn->sq_used < conn->sq_depth;
+}
+
 static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
 {
 	bool eager_off = conn->unreceived >= ZCX_IB_HOLD_MAX;
-	struct zcx_ib_tx *tx = conn->credit_tx;
-	struct zcx_ib_hdr *hdr;
 
-	if (!tx || conn->credit_busy || !conn->owed || conn->state != ZCX_IB_LIVE ||
-	    conn->sq_used >= conn->sq_depth)
+	if (!conn->owed || !zcx_ib_ctl_ready_locked(conn))
 		return;
 	/* Batched, unless the sender is to learn that it may send inline again. */
 	if (ZCX_IB_RX_DEPTH - conn->lent >= ZCX_IB_CREDIT_LOW && eager_off == conn->eager_off)
 		return;
-	hdr = tx->msg;
-	hdr->credits = cpu_to_le16(conn->owed);
-	hdr->flags = eager_off ? ZCX_IB_EAGER_OFF : 0;
-	ib_dma_sync_single_for_device(conn->ibdev, tx->msg_dma, tx->msg_len, DMA_TO_DEVICE);
-	if (ib_post_send(conn->qp, &tx->wr[0].send, NULL)) {
-		zcx_ib_conn_schedule_kill(conn);
+	if (!zcx_ib_ctl_send_locked(conn, conn->owed, eager_off ? ZCX_IB_EAGER_OFF : 0))
 		return;
-	}
 	conn->lent -= conn->owed;
 	conn->owed = 0;
 	conn->eager_off = eager_off;
-	conn->credit_busy = true;
-	conn->sq_used++;
 }
 
-static void zcx_ib_credit_sent(struct ib_cq *cq, struct ib_wc *wc)
+/* Active: tell the FINs taken, once half of what the receiver may have out. */
+static void zcx_ib_taken_post_locked(struct zcx_ib_conn *conn)
+{
+	if (conn->fins_taken < ZCX_IB_FIN_MAX / 2 || !conn->credits ||
+	    !zcx_ib_ctl_ready_locked(conn))
+		return;
+	if (!zcx_ib_ctl_send_locked(conn, conn->fins_taken, 0))
+		return;
+	conn->credits--;
+	conn->fins_taken = 0;
+}
+
+static void zcx_ib_ctl_post_locked(struct zcx_ib_conn *conn)
+{
+	if (conn->passive)
+		zcx_ib_credit_post_locked(conn);
+	else
+		zcx_ib_taken_post_locked(conn);
+}
+
+static void zcx_ib_ctl_sent(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
 	struct zcx_ib_conn *conn = tx->conn;
@@ -246,9 +292,9 @@ static void zcx_ib_credit_sent(struct ib_cq *cq, struct ib_wc *wc)
 	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
 		zcx_ib_conn_schedule_kill(conn);
 	spin_lock(&conn->lock);
-	conn->credit_busy = false;
+	conn->ctl_busy = false;
 	conn->sq_used--;
-	zcx_ib_credit_post_locked(conn);
+	zcx_ib_ctl_post_locked(conn);
 	spin_unlock(&conn->lock);
 }
 
@@ -393,12 +439,22 @@ static bool zcx_ib_job_takes_credit(const struct zcx_ib_tx *tx)
 	return tx->type == ZCX_IB_JOB_EAGER || tx->type == ZCX_IB_JOB_RTS;
 }
 
-/* Whether @tx may be posted now: room in the send queue, and a credit. */
+/* A pull or serve job ends with a FIN to the active side. */
+static bool zcx_ib_job_sends_fin(const struct zcx_ib_tx *tx)
+{
+	return tx->type == ZCX_IB_JOB_PULL || tx->type == ZCX_IB_JOB_SERVE;
+}
+
+/*
+ * Whether @tx may be posted now: room in the send queue, and a credit, or
+ * room for its FIN.
+ */
 static bool zcx_ib_job_fits_locked(const struct zcx_ib_conn *conn, const struct zcx_ib_tx *tx)
 {
+	/* The last credit is the TAKEN's (see "credits"). */
 	return conn->sq_used + tx->wrs <= conn->sq_depth &&
-	       (conn->credits || !zcx_ib_job_takes_credit(tx)) &&
-	       (conn->fins_due < ZCX_IB_FIN_MAX || tx->type != ZCX_IB_JOB_RTS);
+	       (conn->credits > 1 || !zcx_ib_job_takes_credit(tx)) &&
+	       (conn->fins_out < ZCX_IB_FIN_MAX || !zcx_ib_job_sends_fin(tx));
 }
 
 /*
@@ -419,8 +475,8 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 	conn->sq_used += tx->wrs;
 	if (zcx_ib_job_takes_credit(tx))
 		conn->credits--;
-	if (tx->type == ZCX_IB_JOB_RTS)
-		conn->fins_due++;
+	if (zcx_ib_job_sends_fin(tx))
+		conn->fins_out++;
 	if (tx->type != ZCX_IB_JOB_EAGER)
 		list_add_tail(&tx->link, &conn->held);
 	ret = ib_post_send(conn->qp, &tx->wr[0].send, NULL);
@@ -429,8 +485,8 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 		conn->sq_used -= tx->wrs;
 		if (zcx_ib_job_takes_credit(tx))
 			conn->credits++;
-		if (tx->type == ZCX_IB_JOB_RTS)
-			conn->fins_due--;
+		if (zcx_ib_job_sends_fin(tx))
+			conn->fins_out--;
 		if (tx->type == ZCX_IB_JOB_EAGER)
 			list_add_tail(&tx->link, &conn->held);
 	}
@@ -471,6 +527,8 @@ static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs)
 
 	spin_lock(&conn->lock);
 	conn->sq_used -= wrs;
+	/* The control message first: a CREDIT or TAKEN unblocks the peer. */
+	zcx_ib_ctl_post_locked(conn);
 	while (!ret && conn->state == ZCX_IB_LIVE) {
 		tx = list_first_entry_or_null(&conn->tx_waiting, struct zcx_ib_tx, link);
 		if (!tx || !zcx_ib_job_fits_locked(conn, tx))
@@ -480,7 +538,7 @@ static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs)
 			WRITE_ONCE(conn->credit_waiters, conn->credit_waiters - 1);
 		ret = zcx_ib_job_start_locked(conn, tx);
 	}
-	zcx_ib_credit_post_locked(conn);
+	zcx_ib_ctl_post_locked(conn);
 	spin_unlock(&conn->lock);
 	if (ret)
 		zcx_ib_conn_schedule_kill(conn);
@@ -647,37 +705,40 @@ static void zcx_ib_wr_send(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, struc
 	sge->lkey = conn->pd->local_dma_lkey;
 }
 
-/* An accepted connection's CREDIT message, made once; 0 or -errno. */
-int zcx_ib_credit_init(struct zcx_ib_conn *conn)
+/*
+ * A connection's control message, made once: an accepted one's CREDIT,
+ * an outgoing one's TAKEN.  0 or -errno.
+ */
+int zcx_ib_ctl_init(struct zcx_ib_conn *conn)
 {
-	struct zcx_ib_tx *tx = zcx_ib_job_alloc(conn, ZCX_IB_JOB_CREDIT, NULL);
+	struct zcx_ib_tx *tx = zcx_ib_job_alloc(conn, ZCX_IB_JOB_CTL, NULL);
 	struct zcx_ib_hdr *hdr;
 
 	if (!tx)
 		return -ENOMEM;
 	hdr = tx->msg;
-	hdr->type = ZCX_IB_CREDIT;
+	hdr->type = conn->passive ? ZCX_IB_CREDIT : ZCX_IB_TAKEN;
 	tx->msg_len = sizeof(*hdr);
 	if (zcx_ib_msg_map(conn, tx)) {
 		kfree(tx);
 		return -ENOMEM;
 	}
-	tx->cqe.done = zcx_ib_credit_sent;
+	tx->cqe.done = zcx_ib_ctl_sent;
 	zcx_ib_wr_send(conn, tx, &tx->wr[0].send, &tx->sge[0], 1);
-	conn->credit_tx = tx;
+	conn->ctl_tx = tx;
 	return 0;
 }
 
-/* The queue pair is drained: the CREDIT message is not posted. */
-void zcx_ib_credit_free(struct zcx_ib_conn *conn)
+/* The queue pair is drained: the control message is not posted. */
+void zcx_ib_ctl_free(struct zcx_ib_conn *conn)
 {
-	struct zcx_ib_tx *tx = conn->credit_tx;
+	struct zcx_ib_tx *tx = conn->ctl_tx;
 
 	if (!tx)
 		return;
 	ib_dma_unmap_single(conn->ibdev, tx->msg_dma, tx->msg_len, DMA_TO_DEVICE);
 	kfree(tx);
-	conn->credit_tx = NULL;
+	conn->ctl_tx = NULL;
 }
 
 /* Registration work requests for @reg, from @wr on. */
@@ -762,24 +823,30 @@ static bool zcx_ib_rts_finish_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx 
 }
 
 /*
- * An RTS's SEND completed.  On an error no FIN can come, but its
- * registrations may still be valid (a GET's for remote writing) while the
- * device is not quite done with the queue pair: the job stays on
- * conn->held for the teardown, which the error has scheduled, to end once
- * the queue pair is destroyed.
+ * An RTS's SEND completed, and so did its registrations before it: of the
+ * send queue it keeps only the room for its invalidations while the FIN
+ * may take long to come (the receive may not even be posted).  On an
+ * error no FIN can come, but its registrations may still be valid (a
+ * GET's for remote writing) while the device is not quite done with the
+ * queue pair: the job stays on conn->held for the teardown, which the
+ * error has scheduled, to end once the queue pair is destroyed.
  */
 static void zcx_ib_rts_sent(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
 	struct zcx_ib_conn *conn = tx->conn;
 	bool end = false;
+	u32 done;
 
 	if (zcx_ib_wc_result(conn, wc))
 		return;
 	spin_lock(&conn->lock);
 	tx->sent = true;
+	done = tx->wrs - tx->reg.nmr;
+	tx->wrs = tx->reg.nmr;
 	end = tx->fin && zcx_ib_rts_finish_locked(conn, tx);
 	spin_unlock(&conn->lock);
+	zcx_ib_sq_release(conn, done);
 	if (end)
 		zcx_ib_job_end(tx, tx->status);
 }
@@ -1013,7 +1080,8 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin,
 			break;
 		tx->inv_remote = inv;
 		tx->fin = true;
-		conn->fins_due--;
+		/* Its buffer is posted again (zcx_ib_reply()). */
+		conn->fins_taken++;
 		tx->status = status;
 		if (tx->sent && zcx_ib_rts_finish_locked(conn, tx))
 			end = tx;
@@ -1105,11 +1173,20 @@ static bool zcx_ib_rts_valid(u8 type, const struct zcx_ib_rts *rts, u32 len)
 
 static void zcx_ib_serve_queue(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx);
 
+/* The sender took @n of our FINs; a TAKEN has no body (@len).  conn->lock held. */
+static int zcx_ib_taken(struct zcx_ib_conn *conn, u32 n, u32 len)
+{
+	if (len || !n || n > conn->fins_out)
+		return -EPROTO;
+	conn->fins_out -= n;
+	return 0;
+}
+
 /*
  * A message arrived: a passive connection hands EAGER and RTS messages
  * to zcx.ko, which holds the buffer (or a copy) until it consumed the
- * message, and
- * serves PUT and GET itself; an active one takes FINs and CREDITs.
+ * message, serves PUT and GET itself and takes TAKEN; an active one
+ * takes FINs and CREDITs.
  * Anything else is not our protocol: the peer is broken, and the
  * connection goes.
  */
@@ -1152,6 +1229,15 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	spin_lock(&conn->lock);
 	conn->lent++;
 	zcx_ib_credit_post_locked(conn);
+	if (type == ZCX_IB_TAKEN) {
+		ret = zcx_ib_taken(conn, le16_to_cpu(hdr->credits), len);
+		spin_unlock(&conn->lock);
+		if (ret)
+			goto broken;
+		zcx_ib_rx_repost(conn, rx);
+		zcx_ib_sq_release(conn, 0);	/* the answers that waited */
+		return;
+	}
 	/*
 	 * An RTS is copied out of its buffer, which goes back at once: it is
 	 * short, and its bytes wait at the sender.  So is an EAGER message

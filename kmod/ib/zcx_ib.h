@@ -64,11 +64,15 @@
 #define ZCX_IB_EAGER_QUEUE	(ZCX_IB_RX_DEPTH / 2)
 /* Credits go back once the sender may have fewer than this (xfer.c). */
 #define ZCX_IB_CREDIT_LOW	(ZCX_IB_RX_DEPTH / 2)
-/* Rendezvous messages, puts and gets of a connection awaiting their FIN. */
+/*
+ * FINs an accepted connection has sent that the sender has not yet said
+ * it took (ZCX_IB_TAKEN, sent once it took half of them): its reply
+ * buffers for them are posted again.
+ */
 #define ZCX_IB_FIN_MAX		128
 /*
  * Receive buffers of an outgoing connection, for the FINs and CREDITs
- * coming back: at most one FIN per job awaiting one, and one CREDIT per
+ * coming back: one per FIN the receiver may have out, and one CREDIT per
  * credit that has not come back yet, so it never runs out.
  */
 #define ZCX_IB_REPLY_DEPTH	(ZCX_IB_FIN_MAX + ZCX_IB_RX_DEPTH)
@@ -84,7 +88,7 @@
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
 #define ZCX_IB_ACK_TIMEOUT	20
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		5
+#define ZCX_IB_VERSION		6
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -102,7 +106,9 @@ struct zcx_ib_hello {
  * gives back @credits receive buffers.  PUT and GET (active to passive)
  * ask the passive side to READ the segments into, or WRITE them from,
  * the range its endpoint's context exposed as @rkey; a short PUT carries
- * its bytes instead.  A FIN answers them too, with the outcome.
+ * its bytes instead.  A FIN answers them too, with the outcome.  TAKEN
+ * (active to passive, taking a credit like the others) says that @credits
+ * more FINs were taken, their buffers posted again.
  */
 enum zcx_ib_type {
 	ZCX_IB_EAGER,
@@ -111,6 +117,7 @@ enum zcx_ib_type {
 	ZCX_IB_CREDIT,
 	ZCX_IB_PUT,
 	ZCX_IB_GET,
+	ZCX_IB_TAKEN,
 };
 
 /*
@@ -211,7 +218,7 @@ enum zcx_ib_job_type {
 	ZCX_IB_JOB_RTS,		/* a rendezvous send, PUT or GET, until its FIN */
 	ZCX_IB_JOB_PULL,	/* reading a rendezvous message, and its FIN */
 	ZCX_IB_JOB_SERVE,	/* a peer's PUT or GET into our exposed range, and its FIN */
-	ZCX_IB_JOB_CREDIT,	/* a connection's own CREDIT message, reused */
+	ZCX_IB_JOB_CTL,		/* a connection's own CREDIT or TAKEN message, reused */
 };
 
 /*
@@ -312,12 +319,16 @@ struct zcx_ib_tx {
  *		copies (under @lock).
  * @eager_off:	the last CREDIT (passive: sent; active: received) said
  *		ZCX_IB_EAGER_OFF (under @lock; read without it to decide).
- * @fins_due:	active: jobs posted that await a FIN (under @lock).
+ * @fins_out:	passive: FINs posted that the sender has not said it took
+ *		(under @lock) ...
+ * @fins_taken: ... and active: FINs taken that it has not told yet (under
+ *		@lock).
  * @credit_waiters: active: jobs on @tx_waiting that take a credit (under
  *		@lock; read without it to decide).
  * @owed:	passive: buffers posted again but not yet given back ...
- * @credit_tx:	... by this CREDIT message ...
- * @credit_busy: ... which is posted (under @lock).
+ * @ctl_tx:	... by this CREDIT message; active: @fins_taken told by this
+ *		TAKEN message ...
+ * @ctl_busy:	... which is posted (under @lock).
  * @keepalive:	checks the peer every keepalive_ms while live ...
  * @keepalive_cqe: ... with a zero-byte RDMA WRITE ...
  * @keepalive_busy: ... that is posted (under @lock).
@@ -360,11 +371,12 @@ struct zcx_ib_conn {
 	u32 credits;
 	u32 lent;
 	u32 unreceived;
-	u32 fins_due;
+	u32 fins_out;
+	u32 fins_taken;
 	u32 credit_waiters;
 	u32 owed;
-	struct zcx_ib_tx *credit_tx;
-	bool credit_busy;
+	struct zcx_ib_tx *ctl_tx;
+	bool ctl_busy;
 	bool eager_off;
 	struct delayed_work keepalive;
 	struct ib_cqe keepalive_cqe;
@@ -397,8 +409,8 @@ void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op);
 void zcx_ib_pull(void *rx, struct zcx_op *recv, u64 len);
 void zcx_ib_rma(struct zcx_conn *zconn, struct zcx_op *op, bool put, u64 raddr, u64 rkey);
 void zcx_ib_jobs_fail(struct zcx_ib_conn *conn);
-int zcx_ib_credit_init(struct zcx_ib_conn *conn);
-void zcx_ib_credit_free(struct zcx_ib_conn *conn);
+int zcx_ib_ctl_init(struct zcx_ib_conn *conn);
+void zcx_ib_ctl_free(struct zcx_ib_conn *conn);
 void zcx_ib_quiet_done(struct ib_cq *cq, struct ib_wc *wc);
 void zcx_ib_keepalive_init(struct zcx_ib_conn *conn);
 void zcx_ib_serve_init(struct zcx_ib_conn *conn);
