@@ -65,6 +65,7 @@ static struct zcx_ib_conn *zcx_ib_conn_alloc(bool passive)
 	init_completion(&conn->connected);
 	INIT_LIST_HEAD(&conn->tx_waiting);
 	INIT_LIST_HEAD(&conn->held);
+	INIT_LIST_HEAD(&conn->inv_waiting);
 	INIT_LIST_HEAD(&conn->mrs);
 	conn->quiet_cqe.done = zcx_ib_quiet_done;
 	INIT_LIST_HEAD(&conn->acc.link);

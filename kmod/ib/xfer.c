@@ -214,10 +214,10 @@ void zcx_ib_release_rx(void *arg)
  * again as it takes them.  The passive side has at most ZCX_IB_FIN_MAX
  * out that the active side has not said it took, in TAKEN messages sent
  * once it took half as many: so there is a buffer for every FIN, and the
- * active side may have as many rendezvous messages, puts and gets
- * waiting for their FIN as its send queue has room for their
- * invalidations (zcx_ib_rts_sent()).  A pull or serve job waits for room
- * for its FIN, its moves with it.  A TAKEN needs a credit too, and other
+ * active side may have any number of rendezvous messages, puts and gets
+ * waiting for their FIN, which hold no room in its send queue meanwhile
+ * (zcx_ib_rts_sent()).  A pull or serve job waits for room for its FIN,
+ * its moves with it.  A TAKEN needs a credit too, and other
  * messages leave it the last one: buffers held by messages whose answer
  * waits for room (a PUT, a GET, or an RTS that could not be copied out)
  * then never keep it from coming.
@@ -494,8 +494,8 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 }
 
 /*
- * Post @tx now, if the queue has room and no job waits before it, or let
- * it wait.  0, or -errno: @tx is not ours any more either way, but on an
+ * Post @tx now, if the queue has room and no job or invalidation waits
+ * before it, or let it wait.  0, or -errno: @tx is not ours any more either way, but on an
  * error the caller schedules the teardown.
  */
 static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
@@ -508,7 +508,8 @@ static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 		zcx_ib_job_end(tx, -ECONNRESET);
 		return 0;
 	}
-	if (list_empty(&conn->tx_waiting) && zcx_ib_job_fits_locked(conn, tx)) {
+	if (list_empty(&conn->tx_waiting) && list_empty(&conn->inv_waiting) &&
+	    zcx_ib_job_fits_locked(conn, tx)) {
 		ret = zcx_ib_job_start_locked(conn, tx);
 	} else {
 		list_add_tail(&tx->link, &conn->tx_waiting);
@@ -519,7 +520,20 @@ static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 	return ret;
 }
 
-/* Give back @wrs entries of the send queue and post the jobs that waited. */
+/* Post @tx's invalidations, which the send queue has room for; conn->lock held. */
+static void zcx_ib_inv_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	tx->wrs = tx->reg.nmr;
+	conn->sq_used += tx->wrs;
+	/* Not posted: the teardown ends it, the queue pair being dead. */
+	if (conn->state != ZCX_IB_LIVE || ib_post_send(conn->qp, &tx->inv[0].send, NULL))
+		zcx_ib_conn_schedule_kill(conn);
+}
+
+/*
+ * Give back @wrs entries of the send queue and post what waited: the
+ * control message, invalidations, jobs.
+ */
 static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs)
 {
 	struct zcx_ib_tx *tx;
@@ -529,6 +543,14 @@ static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs)
 	conn->sq_used -= wrs;
 	/* The control message first: a CREDIT or TAKEN unblocks the peer. */
 	zcx_ib_ctl_post_locked(conn);
+	/* Then invalidations: what we sent waits on them. */
+	while (conn->state == ZCX_IB_LIVE) {
+		tx = list_first_entry_or_null(&conn->inv_waiting, struct zcx_ib_tx, inv_link);
+		if (!tx || conn->sq_used + tx->reg.nmr > conn->sq_depth)
+			break;
+		list_del(&tx->inv_link);
+		zcx_ib_inv_post_locked(conn, tx);
+	}
 	while (!ret && conn->state == ZCX_IB_LIVE) {
 		tx = list_first_entry_or_null(&conn->tx_waiting, struct zcx_ib_tx, link);
 		if (!tx || !zcx_ib_job_fits_locked(conn, tx))
@@ -556,6 +578,8 @@ void zcx_ib_jobs_fail(struct zcx_ib_conn *conn)
 	spin_lock(&conn->lock);
 	list_splice_init(&conn->tx_waiting, &jobs);
 	WRITE_ONCE(conn->credit_waiters, 0);
+	/* Those are on conn->held too. */
+	INIT_LIST_HEAD(&conn->inv_waiting);
 	list_splice_tail_init(&conn->held, &jobs);
 	spin_unlock(&conn->lock);
 	list_for_each_entry_safe(tx, tmp, &jobs, link) {
@@ -816,16 +840,18 @@ static bool zcx_ib_rts_finish_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx 
 		list_del(&tx->link);
 		return true;
 	}
-	/* Not posted: the teardown ends it, the queue pair being dead. */
-	if (conn->state != ZCX_IB_LIVE || ib_post_send(conn->qp, &tx->inv[0].send, NULL))
-		zcx_ib_conn_schedule_kill(conn);
+	if (list_empty(&conn->inv_waiting) && conn->sq_used + tx->reg.nmr <= conn->sq_depth)
+		zcx_ib_inv_post_locked(conn, tx);
+	else
+		list_add_tail(&tx->inv_link, &conn->inv_waiting);
 	return false;
 }
 
 /*
- * An RTS's SEND completed, and so did its registrations before it: of the
- * send queue it keeps only the room for its invalidations while the FIN
- * may take long to come (the receive may not even be posted).  On an
+ * An RTS's SEND completed, and so did its registrations before it: it
+ * gives back its room in the send queue while its FIN may take long to
+ * come (the receive may not even be posted), and takes room again for
+ * its invalidations, or waits for it (zcx_ib_rts_finish_locked()).  On an
  * error no FIN can come, but its registrations may still be valid (a
  * GET's for remote writing) while the device is not quite done with the
  * queue pair: the job stays on conn->held for the teardown, which the
@@ -842,8 +868,8 @@ static void zcx_ib_rts_sent(struct ib_cq *cq, struct ib_wc *wc)
 		return;
 	spin_lock(&conn->lock);
 	tx->sent = true;
-	done = tx->wrs - tx->reg.nmr;
-	tx->wrs = tx->reg.nmr;
+	done = tx->wrs;
+	tx->wrs = 0;
 	end = tx->fin && zcx_ib_rts_finish_locked(conn, tx);
 	spin_unlock(&conn->lock);
 	zcx_ib_sq_release(conn, done);
@@ -939,8 +965,6 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 	ret = zcx_ib_job_wrs(tx, nmr + 1, 1);
 	if (ret)
 		return ret;
-	/* The invalidations are reserved too: they must not wait. */
-	tx->wrs = 2 * nmr + 1;
 	if (tx->wrs > conn->sq_depth)
 		return -EMSGSIZE;
 	tx->msg_len = sizeof(*hdr) + struct_size(rts, segs, nmr) + (carried ? len : 0);

@@ -233,7 +233,8 @@ enum zcx_ib_job_type {
  * @started:	posted: @wrs are reserved.
  * @wr:		the chain, built before posting ...
  * @sge:	... and its scatter entries: @wr1 and @sge2, or allocated.
- * @inv:	RTS: the chain invalidating @reg, posted on FIN (@inv_cqe).
+ * @inv:	RTS: the chain invalidating @reg, posted on FIN (@inv_cqe), or
+ *		queued on conn->inv_waiting (@inv_link) for room.
  * @moved_cqe:	PULL: the work request before the FIN completed: the data is
  *		in and @reg invalid.
  * @reg:	RTS, PULL, SERVE: the registrations of the pages.
@@ -259,6 +260,7 @@ struct zcx_ib_tx {
 	union ib_wr_any *wr;
 	struct ib_sge *sge;
 	union ib_wr_any *inv;
+	struct list_head inv_link;
 	struct ib_cqe inv_cqe;
 	struct ib_cqe moved_cqe;
 	struct zcx_ib_reg reg;
@@ -303,6 +305,8 @@ struct zcx_ib_tx {
  * @sq_used:	... reserved by jobs posted (under @lock).
  * @tx_waiting:	jobs waiting for room, in order (under @lock).
  * @held:	jobs with registrations, posted or failed to (under @lock).
+ * @inv_waiting: RTS jobs whose invalidations wait for room, in order
+ *		(under @lock).
  * @next_cookie: the next RTS's cookie (under @lock).
  * @mrs:	idle fast-registration MRs, @nmrs of them (under @lock).
  * @mr_pages:	pages one of them maps (on siw: runs of contiguous pages).
@@ -360,6 +364,7 @@ struct zcx_ib_conn {
 	u32 sq_used;
 	struct list_head tx_waiting;
 	struct list_head held;
+	struct list_head inv_waiting;
 	atomic64_t next_cookie;
 	struct list_head mrs;
 	u32 nmrs;
