@@ -357,12 +357,14 @@ TEST_F_TIMEOUT(xfer, unexpected_messages, 60)
  * and tells the sender, which sends the next as rendezvous messages).
  */
 #define FLOOD_SMALL_LEN	100
-#define FLOOD_BIG_LEN	(8 * KiB + 3)
-#define FLOOD_SLOT	(FLOOD_BIG_LEN + GUARD)
 
+/* @big_len: the large ones', each in a slot of flood_slot() bytes. */
 struct flood {
 	unsigned int small, first, big;
+	size_t big_len;
 };
+
+static size_t flood_slot(const struct flood *f) { return f->big_len + GUARD; }
 
 static uint64_t flood_seed(unsigned int tag, unsigned int i) { return 0xf000 + (tag << 12) + i; }
 
@@ -371,7 +373,8 @@ static int flood_child(struct xside *s, void *arg)
 	const struct flood *f = arg;
 	unsigned int n = f->small + f->big, i;
 	struct zcx_req last = xreq(NULL), *req = calloc(n, sizeof(*req));
-	char *b = zcx_test_anon((size_t)(n + 1) * FLOOD_SLOT);
+	size_t slot = flood_slot(f);
+	char *b = zcx_test_anon((size_t)(n + 1) * slot);
 
 	CK(req && b);
 	CK_EQ(0, xexpect_u64(s, 1));
@@ -383,20 +386,20 @@ static int flood_child(struct xside *s, void *arg)
 	/* All the others at once: their answers go back to the sender together. */
 	for (i = 0; i < n; i++) {
 		req[i] = xreq(NULL);
-		CK_EQ(0, zcx_irecv(s->ep, b + (size_t)(i + 1) * FLOOD_SLOT + 1, FLOOD_SLOT - 1,
+		CK_EQ(0, zcx_irecv(s->ep, b + (size_t)(i + 1) * slot + 1, slot - 1,
 				   i < f->small ? 1 : 2, ~0ULL, &req[i]));
 	}
 	for (i = 0; i < n; i++) {
 		bool small = i < f->small;
-		char *p = b + (size_t)(i + 1) * FLOOD_SLOT + 1;
+		char *p = b + (size_t)(i + 1) * slot + 1;
 
 		CK_EQ(0, zcx_wait(s->ep, &req[i]));
 		CK_EQ(small ? 1 : 2, req[i].tag);
-		CK_EQ(small ? FLOOD_SMALL_LEN : FLOOD_BIG_LEN, req[i].len);
+		CK_EQ(small ? FLOOD_SMALL_LEN : f->big_len, req[i].len);
 		CK_PAT(p, req[i].len, flood_seed(req[i].tag, small ? i : i - f->small));
 	}
 	free(req);
-	munmap(b, (size_t)(n + 1) * FLOOD_SLOT);
+	munmap(b, (size_t)(n + 1) * slot);
 	return 0;
 }
 
@@ -405,16 +408,17 @@ static int flood_parent(struct xside *s, void *arg)
 	const struct flood *f = arg;
 	unsigned int n = f->small + f->big + 1, i, k;
 	struct zcx_req *req = calloc(n, sizeof(*req));
-	char *b = zcx_test_anon((size_t)n * FLOOD_SLOT);
+	size_t slot = flood_slot(f);
+	char *b = zcx_test_anon((size_t)n * slot);
 	char *p;
 
 	CK(req && b);
-	CK(FLOOD_SMALL_LEN < s->q.zcopy_threshold && FLOOD_BIG_LEN >= s->q.zcopy_threshold);
+	CK(FLOOD_SMALL_LEN < s->q.zcopy_threshold);
 	for (i = 0; i < n; i++) {
 		unsigned int tag = i < f->small ? 1 : i < n - 1 ? 2 : 3;
-		size_t len = tag == 2 ? FLOOD_BIG_LEN : FLOOD_SMALL_LEN;
+		size_t len = tag == 2 ? f->big_len : FLOOD_SMALL_LEN;
 
-		p = b + (size_t)i * FLOOD_SLOT + 5;
+		p = b + (size_t)i * slot + 5;
 		xpat_fill(p, len, flood_seed(tag, tag == 1 ? i : tag == 2 ? i - f->small : 0));
 		req[i] = xreq(NULL);
 		CK_EQ(0, zcx_isend(s->ep, s->peer, p, len, tag, &req[i]));
@@ -430,7 +434,7 @@ static int flood_parent(struct xside *s, void *arg)
 		CK_EQ(0, req[i].status);
 	}
 	free(req);
-	munmap(b, (size_t)n * FLOOD_SLOT);
+	munmap(b, (size_t)n * slot);
 	return 0;
 }
 
@@ -438,9 +442,11 @@ TEST_F_TIMEOUT(xfer, unexpected_flood_holds_up_no_later_message, 120)
 {
 	/*
 	 * A connection's network buffers, those it holds, the FINs its
-	 * receiver may have out, and its send queue: zcx_ib.h's.
+	 * receiver may have out, its send queue, and the longest inline
+	 * message: zcx_ib.h's.
 	 */
 	const unsigned int net_buffers = 32, net_held = 24, net_fins = 128, net_sq = 1024;
+	const size_t net_inline = 4080;
 	struct zcx_query q;
 	struct zcx *zcx;
 	struct flood f;
@@ -452,6 +458,9 @@ TEST_F_TIMEOUT(xfer, unexpected_flood_holds_up_no_later_message, 120)
 	f.small = 2 * (variant->net ? net_buffers : q.eager_credits) + 8;
 	f.first = q.eager_credits < net_held ? q.eager_credits : net_held;
 	f.big = variant->net ? net_sq + net_fins / 2 : net_buffers + 8;
+	/* Past the largest zcopy_threshold on a node; short, for so many, between nodes. */
+	f.big_len = variant->net ? 8 * KiB + 3 : 64 * KiB + 3;
+	ASSERT_LT(variant->net ? net_inline : q.zcopy_threshold - 1, f.big_len);
 	/* Room in the rings for every message at once. */
 	while (depth < f.small + f.big + 16)
 		depth <<= 1;

@@ -217,10 +217,10 @@ void zcx_ib_release_rx(void *arg)
  * active side may have any number of rendezvous messages, puts and gets
  * waiting for their FIN, which hold no room in its send queue meanwhile
  * (zcx_ib_rts_sent()).  A pull or serve job waits for room for its FIN,
- * its moves with it.  A TAKEN needs a credit too, and other
- * messages leave it the last one: buffers held by messages whose answer
- * waits for room (a PUT, a GET, or an RTS that could not be copied out)
- * then never keep it from coming.
+ * its moves with it.  A TAKEN needs a credit too, and other messages
+ * leave it the last one: buffers held by messages whose answer waits for
+ * room (a PUT, a GET, or an RTS that could not be copied out) then never
+ * keep it from coming.
  */
 
 /* Send the connection's control message with @n and @flags; conn->lock held. */
@@ -495,8 +495,8 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 
 /*
  * Post @tx now, if the queue has room and no job or invalidation waits
- * before it, or let it wait.  0, or -errno: @tx is not ours any more either way, but on an
- * error the caller schedules the teardown.
+ * before it, or let it wait.  0, or -errno: @tx is not ours any more
+ * either way, but on an error the caller schedules the teardown.
  */
 static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 {
@@ -560,7 +560,6 @@ static void zcx_ib_sq_release(struct zcx_ib_conn *conn, u32 wrs)
 			WRITE_ONCE(conn->credit_waiters, conn->credit_waiters - 1);
 		ret = zcx_ib_job_start_locked(conn, tx);
 	}
-	zcx_ib_ctl_post_locked(conn);
 	spin_unlock(&conn->lock);
 	if (ret)
 		zcx_ib_conn_schedule_kill(conn);
