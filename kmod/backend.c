@@ -154,3 +154,45 @@ struct page **zcx_op_pages(const struct zcx_op *op, u32 *offset)
 	return r->pages + ((op->addr >> PAGE_SHIFT) - (r->node.start >> PAGE_SHIFT));
 }
 EXPORT_SYMBOL_GPL(zcx_op_pages);
+
+/*
+ * Watch the region of @op's pages (struct zcx_region_watch): 0, or
+ * -ESTALE if it is no longer valid (or @op has no pages), as then it would
+ * get no dead() call.
+ */
+int zcx_op_watch(const struct zcx_op *op, struct zcx_region_watch *w)
+{
+	struct zcx_region *r = op->region;
+	struct zcx_ctx *ctx;
+
+	if (!r)
+		return -ESTALE;
+	ctx = r->ctx;
+	spin_lock(&ctx->lock);
+	if (r->state != ZCX_REGION_LIVE) {
+		spin_unlock(&ctx->lock);
+		return -ESTALE;
+	}
+	zcx_region_busy_get_locked(r);
+	w->region = r;
+	list_add_tail(&w->link, &r->watches);
+	zcx_counter_add(ctx, dev_regs, 1);
+	zcx_counter_add(ctx, dev_regs_total, 1);
+	spin_unlock(&ctx->lock);
+	return 0;
+}
+EXPORT_SYMBOL_GPL(zcx_op_watch);
+
+/* The device no longer reaches the pages @w watched: let go of them. */
+void zcx_region_unwatch(struct zcx_region_watch *w)
+{
+	struct zcx_region *r = w->region;
+	struct zcx_ctx *ctx = r->ctx;
+
+	spin_lock(&ctx->lock);
+	list_del(&w->link);
+	zcx_counter_add(ctx, dev_regs, -1);
+	spin_unlock(&ctx->lock);
+	zcx_region_busy_put(r);
+}
+EXPORT_SYMBOL_GPL(zcx_region_unwatch);

@@ -24,6 +24,14 @@
  * pages are pinned too, zcx.ko hands both to ops->pull(), which moves the
  * bytes and completes the receive with zcx_op_pulled().
  *
+ * Registrations kept: a backend may keep the device's registration of an
+ * operation's pages for later operations on the same pages, with a watch
+ * (zcx_op_watch()) on the region holding them.  The watch holds the pages
+ * pinned, as a busy reference does; once the region is invalidated or
+ * evicted, zcx.ko calls its dead(), and the backend lets go
+ * (zcx_region_unwatch()) as soon as its device cannot reach the pages any
+ * more.  A context's teardown waits for that.
+ *
  * One-sided: a PUT or GET to another node reaches ops->rma() with its
  * buffer pinned.  The backend on the target's node asks zcx.ko for the
  * exposed range (zcx_ep_rma_target(), which checks key, rights and
@@ -118,6 +126,24 @@ void zcx_conn_set_remote(struct zcx_conn *conn, void *remote);
 void *zcx_conn_remote(const struct zcx_conn *conn);
 void zcx_op_payload(const struct zcx_op *op, const void **data, u64 *len, u64 *tag);
 struct page **zcx_op_pages(const struct zcx_op *op, u32 *offset);
+
+/**
+ * struct zcx_region_watch - a backend's registration of a region's pages.
+ * @link:	on the region's list; zcx.ko's.
+ * @region:	the region; zcx.ko's.
+ * @dead:	called once, when the region is invalidated or evicted,
+ *		under a spinlock that MMU notifiers take: it must not sleep,
+ *		allocate or take a lock (it may queue work).  Not called
+ *		once zcx_region_unwatch() has returned.
+ */
+struct zcx_region_watch {
+	struct list_head link;
+	struct zcx_region *region;
+	void (*dead)(struct zcx_region_watch *w);
+};
+
+int zcx_op_watch(const struct zcx_op *op, struct zcx_region_watch *w);
+void zcx_region_unwatch(struct zcx_region_watch *w);
 void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
 void zcx_op_pulled(struct zcx_op *recv, int res, u64 len, u64 tag);
 

@@ -57,6 +57,7 @@ static void zcx_region_free(struct zcx_region *r)
 static void zcx_region_kill_locked(struct zcx_region *r)
 {
 	struct zcx_ctx *ctx = r->ctx;
+	struct zcx_region_watch *w;
 
 	lockdep_assert_held(&ctx->lock);
 	if (!r->monitor)
@@ -67,6 +68,9 @@ static void zcx_region_kill_locked(struct zcx_region *r)
 	list_move_tail(&r->link, &ctx->dead);
 	ctx->ndying++;
 	ctx->dying_pages += r->npages;
+	/* Backends let go of their registrations: their busy references. */
+	list_for_each_entry(w, &r->watches, link)
+		w->dead(w);
 }
 
 static void zcx_region_evict_locked(struct zcx_region *r)
@@ -431,6 +435,7 @@ static struct zcx_region *zcx_region_alloc(struct zcx_ctx *ctx, unsigned long st
 	r->node.last = end - 1;
 	r->state = ZCX_REGION_NEW;
 	INIT_LIST_HEAD(&r->link);
+	INIT_LIST_HEAD(&r->watches);
 	return r;
 }
 

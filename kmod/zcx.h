@@ -24,7 +24,8 @@
  *   zcx_ctx.lock		a spinlock, innermost.  MMU-notifier callbacks
  *				take it while the mm's own locks are held, so
  *				nothing that sleeps, allocates, faults or takes
- *				mmap_lock ever runs under it.
+ *				mmap_lock ever runs under it (a backend's
+ *				zcx_region_watch.dead() only queues work).
  *
  * zcx_backend_mutex (backend.c) is a leaf: the backend and its devices'
  * list; taken alone or under ep_mutex (an endpoint's address), it holds no
@@ -140,6 +141,8 @@ enum zcx_region_state {
  *		tree, never on the LRU.
  * @cookie:	a monitor's cookie, for its events.
  * @link:	on zcx_ctx.lru (LIVE, no users) or zcx_ctx.dead (DEAD).
+ * @watches:	backends' registrations of the pages (struct
+ *		zcx_region_watch), each holding a busy reference.
  *
  * All fields but @pages/@npages are protected by zcx_ctx.lock; the pages
  * belong to whoever moved the region to DEAD (the reaper).
@@ -160,6 +163,7 @@ struct zcx_region {
 	bool monitor;
 	u64 cookie;
 	struct list_head link;
+	struct list_head watches;
 };
 
 /**

@@ -11,10 +11,11 @@
 # and polling mode) and perftest (ib_send_lat for latency; ib_write_bw
 # and ib_read_bw, the operation zcx's rendezvous uses, for bandwidth)
 # and UCX over verbs (ucx_perftest tag_lat and tag_bw, rc_verbs).
-# zcx's figures include what perftest leaves out: matching, and
-# registering the sender's pages for every message with fast
-# registration and invalidating them (perftest registers its buffer
-# once).  Then the
+# zcx's figures include what perftest leaves out: matching, and the
+# first message's registrations, which both sides keep for the next
+# ones (perftest registers its buffer once); and, in enter mode, with
+# zcx_ib's reg_cache=0, registering and invalidating every message's
+# pages on both sides.  Then the
 # registration-heavy case, on the same device: build/examples/
 # zcx_verbs_perf registering, RDMA WRITEing and deregistering a buffer
 # (of four in turn) for every message with plain verbs, against one zcx
@@ -54,6 +55,10 @@ rm -rf "$run"
 	echo system,test,bytes,value > \$csv
 	build/bench/xfer_bench -n -T lat,bw -r 1 -t $ms | awk -F, -v OFS=, \
 		'\$2 == \"lat\" || \$2 == \"bw\" || \$2 == \"pkts\" { print \$1, \$2, \$3, \$5 }' >> \$csv
+	echo 0 > /sys/module/zcx_ib/parameters/reg_cache
+	build/bench/xfer_bench -n -m enter -T lat -r 1 -t $ms | awk -F, -v OFS=, \
+		'\$2 == \"lat\" { print \"zcx-net-noreg\", \$2, \$3, \$5 }' >> \$csv
+	echo 1 > /sys/module/zcx_ib/parameters/reg_cache
 	# Packets the device has sent (both ends of every test are on it).
 	pkts() { cat /sys/class/infiniband/zcxb0/ports/1/hw_counters/sent_pkts; }
 	# perftest: a server, then its client on the same device.
@@ -156,16 +161,28 @@ END {
 	for (i = 1; i <= nb; i++) row("bw", bi[i])
 	print ""
 	print "A buffer registered for every message: one message, µs (ratio: plain verbs / zcx best"
-	print "mode, higher is better for zcx)."
+	print "mode, higher is better for zcx); zcx keeps its registrations, and registers every"
+	print "message with reg_cache=0 (enter mode)."
 	print ""
-	print "| bytes | zcx | ibv_reg_mr + RDMA WRITE + ibv_dereg_mr | of which reg + dereg | ratio |"
-	print "|---|---|---|---|---|"
+	print "| bytes | zcx | zcx, reg_cache=0 | ibv_reg_mr + RDMA WRITE + ibv_dereg_mr | of which reg + dereg | ratio |"
+	print "|---|---|---|---|---|---|"
 	for (i = 1; i <= nl; i++) {
 		s = li[i]; k = "verbs-reg-per-msg,lat," s
 		if (!(k in v))
 			continue
 		z = best(s, "lat", 0)
-		printf "| %d | %s | %.1f | %.1f | %s |\n", s, z ? sprintf("%.1f", z / 1000) : "-",
-		       v[k] / 1000, v["verbs-reg-per-msg,reg," s] / 1000, z ? sprintf("%.1fx", v[k] / z) : "-"
+		printf "| %d | %s | %s | %.1f | %.1f | %s |\n", s, cell(z / 1000, "%.1f"),
+		       cell(v["zcx-net-noreg,lat," s] / 1000, "%.1f"), v[k] / 1000,
+		       v["verbs-reg-per-msg,reg," s] / 1000, z ? sprintf("%.1fx", v[k] / z) : "-"
+	}
+	print ""
+	print "Every size, zcx enter mode with its registrations kept and with reg_cache=0, µs."
+	print ""
+	print "| bytes | kept | reg_cache=0 | ratio |"
+	print "|---|---|---|---|"
+	for (i = 1; i <= nl; i++) {
+		s = li[i]; z = v["zcx-net-enter,lat," s]; zn = v["zcx-net-noreg,lat," s]
+		printf "| %d | %s | %s | %s |\n", s, cell(z / 1000, "%.1f"), cell(zn / 1000, "%.1f"),
+		       ratio(z, zn)
 	}
 }' | tee "$out/net.md"

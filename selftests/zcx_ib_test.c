@@ -358,6 +358,168 @@ TEST_F_TIMEOUT(net, messages_cross_the_network, 300)
 }
 
 /*
+ * Registrations kept (zcx_ib's reg_cache): KEPT_ROUNDS rendezvous
+ * messages from one buffer into one buffer make one registration on each
+ * side, and each message still carries the bytes the buffer holds when it
+ * is sent.  Unmapping the send buffer lets go of its registration and of
+ * its pages, and memory mapped at the same address in its place is
+ * registered anew and its own bytes arrive.  With reg_cache=0 nothing is
+ * kept and the same messages arrive as well.
+ */
+#define KEPT_LEN	((size_t)1 << 20)
+#define KEPT_ROUNDS	10
+
+struct kept_case {
+	bool cached;
+};
+
+static int kept_stats(struct xside *s, struct zcx_counters *c)
+{
+	struct zcx_mr_stats st;
+	int ret = zcx_mr_stats(s->zcx, &st);
+
+	if (ret) {
+		fprintf(stderr, "# zcx_mr_stats: %s\n", zcx_strerror(ret));
+		return -1;
+	}
+	*c = st.kernel;
+	return 0;
+}
+
+/* Whether @what made @made registrations since @before (none if not cached). */
+static bool kept_made(struct xside *s, const struct kept_case *kc,
+		      const struct zcx_counters *before, uint64_t made, const char *what)
+{
+	struct zcx_counters now;
+	uint64_t want = kc->cached ? made : 0;
+
+	if (kept_stats(s, &now))
+		return false;
+	if (now.dev_regs_total - before->dev_regs_total == want &&
+	    now.dev_regs - before->dev_regs <= want)
+		return true;
+	fprintf(stderr, "# pid %d, %s: %llu registrations made, %llu kept, want %llu\n",
+		getpid(), what, (unsigned long long)(now.dev_regs_total - before->dev_regs_total),
+		(unsigned long long)(now.dev_regs - before->dev_regs),
+		(unsigned long long)want);
+	return false;
+}
+
+/*
+ * Whether the context gets back to @before's kept registrations and
+ * pinned pages, within 30 s: they go once the device is done with them.
+ */
+static bool kept_released(struct xside *s, const struct zcx_counters *before)
+{
+	struct zcx_counters now;
+	int i;
+
+	for (i = 0; i < 3000; i++) {
+		if (kept_stats(s, &now))
+			return false;
+		if (now.dev_regs == before->dev_regs && now.pinned_pages == before->pinned_pages)
+			return true;
+		usleep(10000);
+	}
+	fprintf(stderr, "# after munmap: %llu registrations kept, %llu pages pinned, want %llu, %llu\n",
+		(unsigned long long)now.dev_regs, (unsigned long long)now.pinned_pages,
+		(unsigned long long)before->dev_regs, (unsigned long long)before->pinned_pages);
+	return false;
+}
+
+static int kept_send(struct xside *s, void *arg)
+{
+	const struct kept_case *kc = arg;
+	struct zcx_counters before;
+	unsigned char *buf, *again;
+	int i, ret;
+
+	buf = mmap(NULL, KEPT_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED || kept_stats(s, &before))
+		return 1;
+	for (i = 0; i <= KEPT_ROUNDS; i++) {
+		if (i == KEPT_ROUNDS) {
+			if (!kept_made(s, kc, &before, 1, "sending from one buffer"))
+				return 1;
+			munmap(buf, KEPT_LEN);
+			if (!kept_released(s, &before))
+				return 1;
+			again = mmap(buf, KEPT_LEN, PROT_READ | PROT_WRITE,
+				     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+			if (again != buf)
+				return 1;
+		}
+		/* Odd offset and length: whole pages are kept, the message is not. */
+		xpat_fill(buf + 3, KEPT_LEN - 5, 700 + i);
+		ret = zcx_send(s->ep, s->peer, buf + 3, KEPT_LEN - 5, (uint64_t)i);
+		if (ret) {
+			fprintf(stderr, "# send %d: %s\n", i, zcx_strerror(ret));
+			return 1;
+		}
+	}
+	ret = !kept_made(s, kc, &before, 2, "sending from the buffer mapped again");
+	munmap(buf, KEPT_LEN);
+	return ret;
+}
+
+static int kept_recv(struct xside *s, void *arg)
+{
+	const struct kept_case *kc = arg;
+	struct zcx_counters before;
+	unsigned char *buf;
+	ssize_t got;
+	int i;
+
+	buf = mmap(NULL, KEPT_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED || kept_stats(s, &before))
+		return 1;
+	for (i = 0; i <= KEPT_ROUNDS; i++) {
+		memset(buf, 0, KEPT_LEN);
+		got = zcx_recv(s->ep, buf + 1, KEPT_LEN - 1, (uint64_t)i, UINT64_MAX, NULL);
+		if (got != (ssize_t)(KEPT_LEN - 5) || xpat_check(buf + 1, KEPT_LEN - 5, 700 + i) >= 0) {
+			fprintf(stderr, "# message %d: %zd bytes, want %zu, or wrong bytes\n", i, got,
+				KEPT_LEN - 5);
+			return 1;
+		}
+	}
+	if (!kept_made(s, kc, &before, 1, "receiving into one buffer"))
+		return 1;
+	munmap(buf, KEPT_LEN);
+	return kept_released(s, &before) ? 0 : 1;
+}
+
+/* Write @val to the parameter file @path: 0 or -errno. */
+static int write_param(const char *path, const char *val)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(val, f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
+TEST_F_TIMEOUT(net, registrations_kept_until_their_region_goes, 300)
+{
+	struct kept_case kc = { .cached = true };
+
+	ASSERT_EQ(1, backend_reg_cache());
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, kept_send, kept_recv, &kc));
+}
+
+TEST_F_TIMEOUT(net, reg_cache_0_keeps_no_registration, 300)
+{
+	struct kept_case kc = { .cached = false };
+
+	ASSERT_EQ(0, write_param(BACKEND_PARAM("reg_cache"), "0"));
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, kept_send, kept_recv, &kc));
+	ASSERT_EQ(0, write_param(BACKEND_PARAM("reg_cache"), "1"));
+}
+
+/*
  * keepalive_ms written at run time reaches the connections that are up:
  * connected with it at 0 (a message each way makes sure that both pairs
  * of connections are up), the idle connections send nothing; set to
@@ -366,19 +528,6 @@ TEST_F_TIMEOUT(net, messages_cross_the_network, 300)
  */
 #define KEEPALIVE_MS	BACKEND_PARAM("keepalive_ms")
 #define KEEPALIVE_PKTS	20
-
-static int write_keepalive_ms(const char *ms)
-{
-	FILE *f = fopen(KEEPALIVE_MS, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fputs(ms, f) < 0 ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
 
 static int net_keepalive_start(struct xside *s, void *arg)
 {
@@ -392,7 +541,7 @@ static int net_keepalive_start(struct xside *s, void *arg)
 		return 1;
 	before = rxe_sent_packets();
 	now = before;
-	if (before < 0 || write_keepalive_ms("50"))
+	if (before < 0 || write_param(KEEPALIVE_MS, "50"))
 		return 1;
 	for (ms = 0; ms < 20000 * zcx_test_slowdown() && now < before + KEEPALIVE_PKTS; ms += 10) {
 		usleep(10000);
@@ -420,7 +569,7 @@ TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
 	if (rxe_sent_packets() < 0)
 		SKIP(return, NO_PACKET_COUNT);
 	EXPECT_EQ(BACKEND_KEEPALIVE_MS, zcx_test_read_number(KEEPALIVE_MS));
-	ASSERT_EQ(0, write_keepalive_ms("0"));
+	ASSERT_EQ(0, write_param(KEEPALIVE_MS, "0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_start, net_keepalive_echo, NULL));
 	EXPECT_EQ(50, zcx_test_read_number(KEEPALIVE_MS));
 }
@@ -447,7 +596,7 @@ static int net_keepalive_cancel(struct xside *s, void *arg)
 	if (zcx_send(s->ep, s->peer, &v, sizeof(v), 1) ||
 	    zcx_recv(s->ep, &v, sizeof(v), 2, UINT64_MAX, NULL) != sizeof(v))
 		return 1;
-	if (write_keepalive_ms(armed) || write_keepalive_ms("0"))
+	if (write_param(KEEPALIVE_MS, armed) || write_param(KEEPALIVE_MS, "0"))
 		return 1;
 	usleep(KEEPALIVE_SETTLE_MS * 1000);
 	before = rxe_sent_packets();
@@ -463,7 +612,7 @@ TEST_F_TIMEOUT(net, keepalive_ms_0_cancels_armed_checks, 300)
 {
 	if (rxe_sent_packets() < 0)
 		SKIP(return, NO_PACKET_COUNT);
-	ASSERT_EQ(0, write_keepalive_ms("0"));
+	ASSERT_EQ(0, write_param(KEEPALIVE_MS, "0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_cancel, net_keepalive_echo, NULL));
 	EXPECT_EQ(0, zcx_test_read_number(KEEPALIVE_MS));
 }

@@ -161,6 +161,19 @@ static inline bool rdma_port_active(int tries)
 /* zcx_ib's keepalive_ms when loaded (zcx_ib_test sets others). */
 #define BACKEND_KEEPALIVE_MS	10000
 
+/* zcx_ib's reg_cache: 1 (Y), 0 (N), or -1 if unreadable. */
+static inline int backend_reg_cache(void)
+{
+	FILE *f = fopen(BACKEND_PARAM("reg_cache"), "r");
+	int c;
+
+	if (!f)
+		return -1;
+	c = fgetc(f);
+	fclose(f);
+	return c == 'Y' ? 1 : c == 'N' ? 0 : -1;
+}
+
 /* Whether zcx_ib is loaded listening at NET_IP, as zcx_net_up() loads it. */
 static inline bool backend_listens_for_tests(void)
 {
@@ -192,7 +205,8 @@ static inline bool zcx_net_reusable(void)
 {
 	return netdev_exists(VETH) && rdma_device_exists(RXE) && rdma_port_active(1) &&
 	       backend_listens_for_tests() &&
-	       zcx_test_read_number(BACKEND_PARAM("keepalive_ms")) == BACKEND_KEEPALIVE_MS;
+	       zcx_test_read_number(BACKEND_PARAM("keepalive_ms")) == BACKEND_KEEPALIVE_MS &&
+	       backend_reg_cache() == 1;
 }
 
 /* The devices, the address and zcx_ib listening on it; NULL or what failed. */

@@ -180,7 +180,9 @@ struct zcx_mr_dereg {
 };
 
 /**
- * struct zcx_mr_flush - ZCX_IOC_MR_FLUSH: unpin every unused region now.
+ * struct zcx_mr_flush - ZCX_IOC_MR_FLUSH: unpin every unused region now
+ *		(one whose registration an RDMA connection keeps, once the
+ *		device is done with it: soon after).
  * @flags:	in: must be zero.
  * @flushed:	out: regions dropped.
  * @reserved:	in: must be zero; out: zero.
@@ -272,6 +274,11 @@ struct zcx_limits {
  *			unpinning is under way).
  * @regions:		regions and monitors existing now, in any state.
  * @events:		events produced so far: the event ring's head.
+ * @dev_regs:		registrations of cached regions that an RDMA device
+ *			keeps now (zcx_ib.ko: one per connection and range
+ *			sent or received), each holding its region's pages
+ *			pinned until the region is invalidated or evicted.
+ * @dev_regs_total:	such registrations made so far.
  * @reserved:		zero.
  */
 struct zcx_counters {
@@ -282,7 +289,9 @@ struct zcx_counters {
 	__u64 pinned_pages;
 	__u64 regions;
 	__u64 events;
-	__u64 reserved[9];
+	__u64 dev_regs;
+	__u64 dev_regs_total;
+	__u64 reserved[7];
 };
 
 /**

@@ -72,6 +72,7 @@ static struct zcx_ib_conn *zcx_ib_conn_alloc(bool passive)
 	INIT_WORK(&conn->teardown, zcx_ib_teardown_work);
 	zcx_ib_keepalive_init(conn);
 	zcx_ib_serve_init(conn);
+	zcx_ib_kept_init(conn);
 	conn->passive = passive;
 	conn->base_ref = passive;
 	mutex_lock(&zcx_ib_conns_mutex);
@@ -203,6 +204,7 @@ static void zcx_ib_qp_destroy(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 		conn->qp = NULL;
 		/* Nothing is posted: end what the device left unfinished. */
 		zcx_ib_jobs_fail(conn);
+		zcx_ib_kept_drop_all(conn);
 		zcx_ib_ctl_free(conn);
 		zcx_ib_mrs_free(conn);
 	}

@@ -50,6 +50,10 @@ static const struct kernel_param_ops zcx_ib_keepalive_ops = {
 module_param_cb(keepalive_ms, &zcx_ib_keepalive_ops, &zcx_ib_keepalive_ms, 0644);
 MODULE_PARM_DESC(keepalive_ms, "An idle connection checks its peer every this many ms (default 10000, 0: never)");
 
+bool zcx_ib_reg_cache = true;
+module_param_named(reg_cache, zcx_ib_reg_cache, bool, 0644);
+MODULE_PARM_DESC(reg_cache, "Keep the registrations of cached regions for later messages (default 1; 0: register each message, for registrations made from then on)");
+
 static_assert(IB_DEVICE_NAME_MAX <= ZCX_BACKEND_NAME_MAX);
 
 struct zcx_ib_dev {

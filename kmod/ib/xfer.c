@@ -18,11 +18,14 @@
  * maps that receive's pinned pages (registering them only if one READ
  * cannot take them with the device's local DMA key), RDMA READs the
  * message straight into them and SENDs a FIN; the receive completes once
- * the READs have (and the receiver's own registrations are invalid).  A
- * FIN answering a single registration invalidates it as it lands (SEND
- * with invalidate); the sender invalidates more itself.  Only then does
- * the send complete, which lets go of its pages.  Each side's device
- * touches user pages only while zcx.ko holds them busy.
+ * the READs have (and the receiver's own registrations for this message
+ * are invalid).  The sender then invalidates its own registrations for
+ * the message, and only then does the send complete, which lets go of
+ * its pages.  Registrations of a cached region's pages are kept instead
+ * (kept.c): neither side makes or invalidates them again for later
+ * messages in those pages, and they hold the pages pinned until they go.
+ * Either way, each side's device touches user pages only while they are
+ * pinned: held busy by an operation or watched by a kept registration.
  *
  * Everything a connection posts is a job (struct zcx_ib_tx): a chain of
  * work requests, the last signalled, reserving its entries of the send
@@ -400,7 +403,7 @@ static int zcx_ib_msg_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
  * The end of @tx, off every list: undo its mappings and registrations,
  * complete its operation with @res and free it.
  */
-static void zcx_ib_job_end(struct zcx_ib_tx *tx, int res)
+void zcx_ib_job_end(struct zcx_ib_tx *tx, int res)
 {
 	struct zcx_ib_conn *conn = tx->conn;
 	struct zcx_ib_rx *rx = tx->rx;
@@ -412,10 +415,14 @@ static void zcx_ib_job_end(struct zcx_ib_tx *tx, int res)
 	if (tx->data_dma)
 		ib_dma_unmap_single(conn->ibdev, tx->data_dma, tx->len, DMA_TO_DEVICE);
 	zcx_ib_reg_unmap(conn, &tx->reg);
+	if (tx->type == ZCX_IB_JOB_UNREG)
+		zcx_ib_kept_free(tx->kept);
+	else if (tx->kept)
+		zcx_ib_kept_put(conn, tx->kept);
 	if (tx->type == ZCX_IB_JOB_PULL) {
 		if (tx->op)
 			zcx_op_pulled(tx->op, res, tx->len, tx->tag);
-	} else if (tx->type != ZCX_IB_JOB_SERVE) {
+	} else if (tx->type == ZCX_IB_JOB_EAGER || tx->type == ZCX_IB_JOB_RTS) {
 		zcx_op_complete(tx->op, res, res ? 0 : tx->len, 0);
 	} else if (tx->target) {
 		zcx_rma_target_done(tx->target);
@@ -479,6 +486,9 @@ static int zcx_ib_job_start_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 		conn->fins_out++;
 	if (tx->type != ZCX_IB_JOB_EAGER)
 		list_add_tail(&tx->link, &conn->held);
+	/* Posted from now on: a registration it makes may be used after it. */
+	if (tx->kept && tx->type != ZCX_IB_JOB_UNREG && !tx->kept->cached)
+		zcx_ib_kept_posted_locked(conn, tx->kept);
 	ret = ib_post_send(conn->qp, &tx->wr[0].send, NULL);
 	if (ret) {
 		tx->started = false;
@@ -503,6 +513,12 @@ static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 	int ret = 0;
 
 	spin_lock(&conn->lock);
+	if (conn->state != ZCX_IB_LIVE && tx->type == ZCX_IB_JOB_UNREG) {
+		/* Still valid: the teardown ends it once the queue pair is gone. */
+		list_add_tail(&tx->link, &conn->held);
+		spin_unlock(&conn->lock);
+		return 0;
+	}
 	if (conn->state != ZCX_IB_LIVE) {
 		spin_unlock(&conn->lock);
 		zcx_ib_job_end(tx, -ECONNRESET);
@@ -622,8 +638,8 @@ static void zcx_ib_job_done(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 /*
- * A pull's READs completed, and the invalidations of its registrations if
- * any: the receive has its data and its pages are the device's no more,
+ * A pull's READs completed, and the invalidations of its own registrations
+ * if any: the receive has its data and our device is done with its pages,
  * so it completes now rather than once the FIN is acknowledged, a wire
  * round trip later.  Completions come in order: this one before the FIN's.
  */
@@ -765,7 +781,7 @@ void zcx_ib_ctl_free(struct zcx_ib_conn *conn)
 }
 
 /* Registration work requests for @reg, from @wr on. */
-static void zcx_ib_wr_reg(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg,
+static void zcx_ib_wr_reg(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg,
 			  union ib_wr_any *wr, int access)
 {
 	u32 i;
@@ -790,6 +806,121 @@ static void zcx_ib_wr_inv(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, unio
 		wr[i].send.ex.invalidate_rkey = reg->mr[i]->rkey;
 		wr[i].send.send_flags = i ? 0 : IB_SEND_FENCE;
 	}
+}
+
+/*
+ * A kept registration (kept.c) of @npages whole pages for @access: the
+ * pages mapped and registered in tx->reg (zcx_ib_reg_map(), @direct
+ * telling when a mapping suffices), and the job of invalidating them,
+ * posted once the registration goes; ERR_PTR(-errno) if none can be
+ * made.  The registration work requests are the first job's to post.
+ */
+struct zcx_ib_tx *zcx_ib_unreg_job(struct zcx_ib_conn *conn, struct page **pages,
+				   unsigned long npages, int access, u32 direct)
+{
+	struct zcx_ib_tx *tx = zcx_ib_job_alloc(conn, ZCX_IB_JOB_UNREG, NULL);
+	u32 nmr;
+	int ret;
+
+	if (!tx)
+		return ERR_PTR(-ENOMEM);
+	ret = zcx_ib_reg_map(conn, &tx->reg, pages, 0, (u64)npages << PAGE_SHIFT, access, direct);
+	nmr = tx->reg.nmr;
+	if (!ret && nmr)
+		ret = zcx_ib_job_wrs(tx, nmr, 0);
+	if (!ret && tx->wrs > conn->sq_depth)
+		ret = -EMSGSIZE;
+	if (ret) {
+		zcx_ib_reg_unmap(conn, &tx->reg);
+		if (tx->wr != &tx->wr1)
+			kfree(tx->wr);
+		kfree(tx);
+		return ERR_PTR(ret);
+	}
+	if (nmr) {
+		zcx_ib_wr_inv(conn, &tx->reg, tx->wr);
+		tx->cqe.done = zcx_ib_job_done;
+		tx->wr[nmr - 1].send.send_flags |= IB_SEND_SIGNALED;
+		tx->wr[nmr - 1].send.wr_cqe = &tx->cqe;
+	}
+	return tx;
+}
+
+/*
+ * A kept registration no job uses goes: invalidate it, or, if the pages
+ * are only mapped, which only our own (finished) work requests reached,
+ * unmap them now.  Called with conn->building held (read).
+ */
+void zcx_ib_unreg_post(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	if (!tx->reg.nmr)
+		zcx_ib_job_end(tx, 0);
+	else if (zcx_ib_job_submit(conn, tx))
+		zcx_ib_conn_schedule_kill(conn);
+}
+
+/*
+ * Map @len bytes of @pages (from @offset in the first) for @access, for
+ * @tx: with the kept registration of @op's pages if there is one, else
+ * with tx->reg, for this message (zcx_ib_reg_map()).  Tells in *@nreg the
+ * MRs whose registration @tx is to post.  0 or -errno.
+ */
+static int zcx_ib_job_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, struct zcx_op *op,
+			  struct page **pages, u32 offset, u64 len, int access, u32 direct,
+			  u32 *nreg)
+{
+	struct zcx_ib_kept *k = NULL;
+	int ret;
+
+	if (op)
+		k = zcx_ib_kept_get(conn, op, pages, offset, len, access, direct, &tx->kept_start);
+	if (IS_ERR(k))
+		return PTR_ERR(k);
+	if (k) {
+		tx->kept = k;
+		/* Not cached yet: made for this job, which registers it. */
+		*nreg = k->cached ? 0 : k->unreg->reg.nmr;
+		return 0;
+	}
+	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access, direct);
+	*nreg = tx->reg.nmr;
+	return ret;
+}
+
+/* The registration @tx moves its bytes with: kept, or its own. */
+static const struct zcx_ib_reg *zcx_ib_job_reg(const struct zcx_ib_tx *tx)
+{
+	return tx->kept ? &tx->kept->unreg->reg : &tx->reg;
+}
+
+/*
+ * The segments of @reg's MRs that hold @len bytes from @start in it,
+ * written to @segs unless NULL; how many.
+ */
+static u32 zcx_ib_reg_segs(const struct zcx_ib_reg *reg, u64 start, u64 len,
+			   struct zcx_ib_seg *segs)
+{
+	const struct ib_mr *mr;
+	u32 i, n = 0;
+	u64 chunk;
+
+	for (i = 0; i < reg->nmr && len; i++) {
+		mr = reg->mr[i];
+		if (start >= mr->length) {
+			start -= mr->length;
+			continue;
+		}
+		chunk = min(len, mr->length - start);
+		if (segs) {
+			segs[n].addr = cpu_to_le64(mr->iova + start);
+			segs[n].len = cpu_to_le32(chunk);
+			segs[n].rkey = cpu_to_le32(mr->rkey);
+		}
+		n++;
+		len -= chunk;
+		start = 0;
+	}
+	return n;
 }
 
 /* --- sending --------------------------------------------------------------- */
@@ -829,13 +960,13 @@ static int zcx_ib_eager_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, cons
 }
 
 /*
- * An RTS (or PUT, GET) was sent and its FIN came: invalidate its
- * registrations, or, with none valid (none, or the FIN invalidated its
- * one), take it off conn->held and return true for the caller to end it.
+ * An RTS (or PUT, GET) was sent and its FIN came: invalidate its own
+ * registrations, or, with none (a kept one stays valid), take it off
+ * conn->held and return true for the caller to end it.
  */
 static bool zcx_ib_rts_finish_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 {
-	if (!tx->reg.nmr || tx->inv_remote) {
+	if (!tx->reg.nmr) {
 		list_del(&tx->link);
 		return true;
 	}
@@ -942,9 +1073,10 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 					  IB_ACCESS_REMOTE_READ;
 	bool carried = type == ZCX_IB_PUT && len <= ZCX_IB_PUT_INLINE;
 	struct page **pages = NULL, *kpages[2];
+	const struct zcx_ib_reg *reg;
+	u32 offset = 0, nreg = 0, nseg, ninv;
 	struct zcx_ib_hdr *hdr;
 	struct zcx_ib_rts *rts;
-	u32 offset = 0, i, nmr;
 	int ret;
 
 	tx->len = len;
@@ -956,24 +1088,27 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 			return -EFAULT;
 	}
 	if (len && !carried) {
-		ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access, 0);
+		/* A short send's kernel buffer is registered for itself only. */
+		ret = zcx_ib_job_map(conn, tx, pages == kpages ? NULL : tx->op, pages, offset, len,
+				     access, 0, &nreg);
 		if (ret)
 			return ret;
 	}
-	nmr = tx->reg.nmr;
-	ret = zcx_ib_job_wrs(tx, nmr + 1, 1);
+	reg = zcx_ib_job_reg(tx);
+	nseg = carried ? 0 : zcx_ib_reg_segs(reg, tx->kept_start, len, NULL);
+	ret = zcx_ib_job_wrs(tx, nreg + 1, 1);
 	if (ret)
 		return ret;
-	if (tx->wrs > conn->sq_depth)
+	if (tx->wrs > conn->sq_depth || nseg > ZCX_IB_MAX_SEGS)
 		return -EMSGSIZE;
-	tx->msg_len = sizeof(*hdr) + struct_size(rts, segs, nmr) + (carried ? len : 0);
+	tx->msg_len = sizeof(*hdr) + struct_size(rts, segs, nseg) + (carried ? len : 0);
 	tx->msg = kzalloc(tx->msg_len, GFP_KERNEL_ACCOUNT);
 	if (!tx->msg) {
 		tx->msg = tx->small;
 		return -ENOMEM;
 	}
-	if (nmr) {
-		tx->inv = kcalloc(nmr, sizeof(*tx->inv), GFP_KERNEL_ACCOUNT);
+	if (tx->reg.nmr) {
+		tx->inv = kcalloc(tx->reg.nmr, sizeof(*tx->inv), GFP_KERNEL_ACCOUNT);
 		if (!tx->inv)
 			return -ENOMEM;
 	}
@@ -987,27 +1122,27 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 	rts->cookie = cpu_to_le64(tx->cookie);
 	rts->raddr = cpu_to_le64(raddr);
 	rts->rkey = cpu_to_le64(rkey);
-	rts->nseg = cpu_to_le32(nmr);
-	for (i = 0; i < nmr; i++) {
-		rts->segs[i].addr = cpu_to_le64(tx->reg.mr[i]->iova);
-		rts->segs[i].len = cpu_to_le32(tx->reg.mr[i]->length);
-		rts->segs[i].rkey = cpu_to_le32(tx->reg.mr[i]->rkey);
-	}
+	rts->nseg = cpu_to_le32(nseg);
 	if (carried)
 		zcx_ib_copy_pages(pages, offset, rts->segs, len, false);
+	else
+		zcx_ib_reg_segs(reg, tx->kept_start, len, rts->segs);
 	ret = zcx_ib_msg_map(conn, tx);
 	if (ret)
 		return ret;
-	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, access);
+	if (nreg)
+		zcx_ib_wr_reg(conn, reg, tx->wr, access);
 	tx->cqe.done = zcx_ib_rts_sent;
-	zcx_ib_wr_send(conn, tx, &tx->wr[nmr].send, &tx->sge[0], 1);
-	if (!nmr)
+	zcx_ib_wr_send(conn, tx, &tx->wr[nreg].send, &tx->sge[0], 1);
+	/* A kept registration stays valid past the message. */
+	ninv = tx->reg.nmr;
+	if (!ninv)
 		return 0;
 	zcx_ib_wr_inv(conn, &tx->reg, tx->inv);
-	zcx_ib_wr_chain(tx->inv, nmr);
+	zcx_ib_wr_chain(tx->inv, ninv);
 	tx->inv_cqe.done = zcx_ib_rts_done;
-	tx->inv[nmr - 1].send.send_flags |= IB_SEND_SIGNALED;
-	tx->inv[nmr - 1].send.wr_cqe = &tx->inv_cqe;
+	tx->inv[ninv - 1].send.send_flags |= IB_SEND_SIGNALED;
+	tx->inv[ninv - 1].send.wr_cqe = &tx->inv_cqe;
 	return 0;
 }
 
@@ -1079,15 +1214,9 @@ void zcx_ib_rma(struct zcx_conn *zconn, struct zcx_op *op, bool put, u64 raddr, 
 
 /* --- receiving ------------------------------------------------------------ */
 
-/*
- * A FIN for an RTS of ours, received as @wc: finish it, once the RTS's
- * SEND completed.  A FIN that invalidated a registration must have
- * invalidated the RTS's one and only.
- */
-static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin,
-		      const struct ib_wc *wc)
+/* A FIN for an RTS of ours: finish it, once the RTS's SEND completed. */
+static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin)
 {
-	bool inv = wc->wc_flags & IB_WC_WITH_INVALIDATE;
 	u64 cookie = le64_to_cpu(fin->cookie);
 	int status = (int)le32_to_cpu(fin->status);
 	struct zcx_ib_tx *tx, *end = NULL;
@@ -1099,9 +1228,6 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin,
 	list_for_each_entry(tx, &conn->held, link) {
 		if (tx->type != ZCX_IB_JOB_RTS || tx->cookie != cookie || tx->fin)
 			continue;
-		if (inv && (tx->reg.nmr != 1 || tx->reg.mr[0]->rkey != wc->ex.invalidate_rkey))
-			break;
-		tx->inv_remote = inv;
 		tx->fin = true;
 		/* Its buffer is posted again (zcx_ib_reply()). */
 		conn->fins_taken++;
@@ -1133,12 +1259,12 @@ static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n, bool eager_off)
 }
 
 /*
- * A reply came to an active connection in @rx (@wc): a FIN or a CREDIT,
+ * A reply came to an active connection in @rx: a FIN or a CREDIT,
  * @hdr and a @len-byte body.  The buffer is posted again first
  * (a FIN's body copied out): the credits it brings may be spent at once,
  * and there must be a buffer for every reply they can cause.
  */
-static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, const struct ib_wc *wc,
+static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx,
 			 const struct zcx_ib_hdr *hdr, u32 len)
 {
 	u32 n = le16_to_cpu(hdr->credits);
@@ -1152,7 +1278,7 @@ static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, const s
 	else if (type != ZCX_IB_CREDIT || len)
 		goto broken;
 	zcx_ib_rx_repost(conn, rx);
-	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin, wc) : zcx_ib_credit(conn, n, eager_off);
+	ret = type == ZCX_IB_FIN ? zcx_ib_fin(conn, &fin) : zcx_ib_credit(conn, n, eager_off);
 	if (ret)
 		zcx_ib_conn_schedule_kill(conn);
 	else
@@ -1239,14 +1365,14 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	type = hdr->type;
 	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr))
 		goto broken;
-	/* Only a FIN may invalidate (a registration of ours, zcx_ib_fin()). */
-	if ((wc->wc_flags & IB_WC_WITH_INVALIDATE) && (conn->passive || type != ZCX_IB_FIN))
+	/* No message invalidates a registration of ours: some are kept. */
+	if (wc->wc_flags & IB_WC_WITH_INVALIDATE)
 		goto broken;
 	/* Only a CREDIT has a flag. */
 	if (hdr->flags & ~(type == ZCX_IB_CREDIT ? ZCX_IB_EAGER_OFF : 0))
 		goto broken;
 	if (!conn->passive) {
-		zcx_ib_reply(conn, rx, wc, hdr, len);
+		zcx_ib_reply(conn, rx, hdr, len);
 		return;
 	}
 	spin_lock(&conn->lock);
@@ -1308,10 +1434,12 @@ broken:
 
 /*
  * Where the next bytes of a move's local side are: @reg's MRs in order,
- * or, with none, its DMA-mapped entries, reached with the local DMA key.
+ * or, with none, its DMA-mapped entries, reached with the local DMA key;
+ * the first @skip bytes of them are not the move's.
  */
 struct zcx_ib_local {
 	const struct zcx_ib_reg *reg;
+	u64 skip;
 	struct scatterlist *sg;
 	u32 mr;
 	u64 addr;
@@ -1322,32 +1450,39 @@ struct zcx_ib_local {
 static void zcx_ib_local_next(struct zcx_ib_local *l, u32 dma_lkey)
 {
 	const struct ib_mr *mr;
+	u64 n;
 
-	if (l->reg->nmr) {
-		mr = l->reg->mr[l->mr++];
-		l->addr = mr->iova;
-		l->left = mr->length;
-		l->lkey = mr->lkey;
-	} else {
-		l->sg = l->sg ? sg_next(l->sg) : l->reg->sgt.sgl;
-		l->addr = sg_dma_address(l->sg);
-		l->left = sg_dma_len(l->sg);
-		l->lkey = dma_lkey;
-	}
+	do {
+		if (l->reg->nmr) {
+			mr = l->reg->mr[l->mr++];
+			l->addr = mr->iova;
+			l->left = mr->length;
+			l->lkey = mr->lkey;
+		} else {
+			l->sg = l->sg ? sg_next(l->sg) : l->reg->sgt.sgl;
+			l->addr = sg_dma_address(l->sg);
+			l->left = sg_dma_len(l->sg);
+			l->lkey = dma_lkey;
+		}
+		n = min(l->skip, l->left);
+		l->addr += n;
+		l->left -= n;
+		l->skip -= n;
+	} while (!l->left);
 }
 
 /*
- * READs (@opcode) of the segments of @rts into the pages of @reg, or
- * WRITEs from them, @len bytes: one per remote segment, or more where
+ * READs (@opcode) of the segments of @rts into the pages of @reg, from
+ * @start in it, or WRITEs from them, @len bytes: one per remote segment, or more where
  * its local side takes more than conn->rdma_sge scatter entries.  Fills
  * @wr and @sge from their start; returns how many work requests, and in
  * *@nsge how many entries.
  */
-static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg,
+static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg, u64 start,
 			  const struct zcx_ib_rts *rts, u64 len, enum ib_wr_opcode opcode,
 			  union ib_wr_any *wr, struct ib_sge *sge, u32 *nsge)
 {
-	struct zcx_ib_local l = { .reg = reg };
+	struct zcx_ib_local l = { .reg = reg, .skip = start };
 	struct ib_rdma_wr *cur = NULL;
 	u32 r = 0, n = 0, s = 0;
 	u64 roff = 0, chunk;
@@ -1395,8 +1530,10 @@ static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg
  * after the READs), leaving room for the FIN last; or WRITE from them,
  * leaving room for the FIN, and invalidate (fenced: a local invalidation
  * waits for the work requests before it, WRITEs included, on Soft-RoCE
- * and on NICs with strong ordering for it).  Sets tx->wrs and where the
- * FIN and its scatter entry go; 0 or -errno.
+ * and on NICs with strong ordering for it).  A pull's pages may have a
+ * registration kept (kept.c), which is neither made nor invalidated
+ * here.  Sets tx->wrs and where the FIN and its scatter entry go; 0 or
+ * -errno.
  */
 static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 			     const struct zcx_ib_rts *rts, struct page **pages, u32 offset,
@@ -1404,28 +1541,32 @@ static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 {
 	int access = read ? IB_ACCESS_LOCAL_WRITE | (conn->read_mr ? IB_ACCESS_REMOTE_WRITE : 0) : 0;
 	u32 direct = read && conn->read_mr ? 0 : conn->rdma_sge;
-	u32 nseg = le32_to_cpu(rts->nseg), nmr, pieces, n;
+	u32 nseg = le32_to_cpu(rts->nseg), nreg, ninv, pieces, n;
+	struct zcx_op *op = tx->type == ZCX_IB_JOB_PULL ? tx->op : NULL;
+	const struct zcx_ib_reg *reg;
 	int ret;
 
 	if (!pages)
 		return -EFAULT;
-	ret = zcx_ib_reg_map(conn, &tx->reg, pages, offset, len, access, direct);
+	ret = zcx_ib_job_map(conn, tx, op, pages, offset, len, access, direct, &nreg);
 	if (ret)
 		return ret;
-	nmr = tx->reg.nmr;
+	reg = zcx_ib_job_reg(tx);
+	ninv = tx->reg.nmr;
 	/* Each local MR or entry and each remote segment starts a piece at most. */
-	pieces = (nmr ? nmr : tx->reg.sgt.nents) + nseg;
-	ret = zcx_ib_job_wrs(tx, nmr + pieces + nmr + 1, pieces + 1);
+	pieces = (reg->nmr ? reg->nmr : reg->sgt.nents) + nseg;
+	ret = zcx_ib_job_wrs(tx, nreg + pieces + ninv + 1, pieces + 1);
 	if (ret)
 		return ret;
 	if (tx->wrs > conn->sq_depth)
 		return -EMSGSIZE;
-	zcx_ib_wr_reg(conn, &tx->reg, tx->wr, access);
-	n = zcx_ib_wr_rdma(conn, &tx->reg, rts, len, read ? IB_WR_RDMA_READ : IB_WR_RDMA_WRITE,
-			   tx->wr + nmr, tx->sge, fin_sge);
-	tx->wrs = 2 * nmr + n + 1;
-	*fin_wr = read ? 2 * nmr + n : nmr + n;
-	zcx_ib_wr_inv(conn, &tx->reg, tx->wr + nmr + n + (read ? 0 : 1));
+	if (nreg)
+		zcx_ib_wr_reg(conn, reg, tx->wr, access);
+	n = zcx_ib_wr_rdma(conn, reg, tx->kept_start, rts, len,
+			   read ? IB_WR_RDMA_READ : IB_WR_RDMA_WRITE, tx->wr + nreg, tx->sge, fin_sge);
+	tx->wrs = nreg + n + ninv + 1;
+	*fin_wr = read ? nreg + n + ninv : nreg + n;
+	zcx_ib_wr_inv(conn, &tx->reg, tx->wr + nreg + n + (read ? 0 : 1));
 	return 0;
 }
 
@@ -1460,6 +1601,11 @@ static void zcx_ib_answer(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 		 */
 		tx->status = ret == -EMSGSIZE ? -ENOBUFS : ret;
 		zcx_ib_reg_unmap(conn, &tx->reg);
+		if (tx->kept) {
+			/* Not used: one made for this job goes, unregistered. */
+			zcx_ib_kept_put(conn, tx->kept);
+			tx->kept = NULL;
+		}
 		memset(tx->wr, 0, sizeof(*tx->wr));
 		tx->wrs = 1;
 		fin_wr = 0;
@@ -1477,11 +1623,6 @@ static void zcx_ib_answer(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 		goto fail;
 	tx->cqe.done = zcx_ib_job_done;
 	zcx_ib_wr_send(conn, tx, &tx->wr[fin_wr].send, &tx->sge[fin_sge], 1);
-	/* The sender's one registration goes with the FIN (see the top). */
-	if (le32_to_cpu(rts->nseg) == 1) {
-		tx->wr[fin_wr].send.opcode = IB_WR_SEND_WITH_INV;
-		tx->wr[fin_wr].send.ex.invalidate_rkey = le32_to_cpu(rts->segs[0].rkey);
-	}
 	if (tx->type == ZCX_IB_JOB_PULL && fin_wr) {
 		tx->moved_cqe.done = zcx_ib_pull_moved;
 		tx->wr[fin_wr - 1].send.wr_cqe = &tx->moved_cqe;

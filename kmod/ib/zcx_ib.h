@@ -27,6 +27,10 @@
  * pinning, which may fault pages in and so take long, and beyond the
  * owner's RLIMIT_MEMLOCK what evicting its unused regions takes), then
  * conn->building (read).  The keepalive work takes conn->lock only.
+ * The work letting go of kept registrations (kept.c) takes
+ * conn->building (read), then conn->lock; zcx.ko calls a kept
+ * registration's watch under its innermost lock, and the watch only
+ * queues that work.
  */
 #ifndef ZCX_IB_H
 #define ZCX_IB_H
@@ -82,13 +86,16 @@
 #define ZCX_IB_MR_PAGES		512	/* pages one fast registration maps, at most */
 #define ZCX_IB_MAX_SEGS		128	/* registrations of one rendezvous message */
 #define ZCX_IB_MR_CACHE		64	/* idle registrations a connection keeps */
+/* Registrations a connection keeps for later messages (kept.c), at most ... */
+#define ZCX_IB_KEPT_MAX		64
+#define ZCX_IB_KEPT_MRS		256	/* ... and the MRs they take, at most */
 #define ZCX_IB_RDMA_SGE		8	/* scatter entries of a READ or WRITE, at most */
 #define ZCX_IB_RD_ATOM		16	/* RDMA READs in flight, at most */
 #define ZCX_IB_TIMEOUT_MS	10000	/* address and route resolution */
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
 #define ZCX_IB_ACK_TIMEOUT	20
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		6
+#define ZCX_IB_VERSION		7
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -219,6 +226,40 @@ enum zcx_ib_job_type {
 	ZCX_IB_JOB_PULL,	/* reading a rendezvous message, and its FIN */
 	ZCX_IB_JOB_SERVE,	/* a peer's PUT or GET into our exposed range, and its FIN */
 	ZCX_IB_JOB_CTL,		/* a connection's own CREDIT or TAKEN message, reused */
+	ZCX_IB_JOB_UNREG,	/* invalidating a kept registration, and letting it go */
+};
+
+struct zcx_ib_tx;
+
+/**
+ * struct zcx_ib_kept - a registration a connection keeps for later
+ *		messages (kept.c): whole pages of a cached region, mapped and
+ *		registered on the connection's PD, valid until the region is
+ *		invalidated or evicted or the connection's cache is full.
+ * @watch:	on the region: holds its pages pinned.
+ * @link:	on conn->kept, least recently used first, while @cached.
+ * @conn:	the connection.
+ * @pages:	the first of @npages pages registered, in the region's array.
+ * @access:	what they are registered for.
+ * @users:	jobs using it (under conn->lock).
+ * @cached:	on conn->kept, where jobs find it; set once the job that
+ *		registers it is posted (under conn->lock).
+ * @stale:	it is to go once unused: its region is dead, or the cache
+ *		too full (written without conn->lock by the watch).
+ * @unreg:	the registration (@unreg->reg), in the job that invalidates
+ *		it and then lets it go.
+ */
+struct zcx_ib_kept {
+	struct zcx_region_watch watch;
+	struct list_head link;
+	struct zcx_ib_conn *conn;
+	struct page **pages;
+	unsigned long npages;
+	int access;
+	u32 users;
+	bool cached;
+	bool stale;
+	struct zcx_ib_tx *unreg;
 };
 
 /*
@@ -237,10 +278,13 @@ enum zcx_ib_job_type {
  *		queued on conn->inv_waiting (@inv_link) for room.
  * @moved_cqe:	PULL: the work request before the FIN completed: the data is
  *		in and @reg invalid.
- * @reg:	RTS, PULL, SERVE: the registrations of the pages.
+ * @reg:	RTS, PULL, SERVE: the registrations of the pages, for this
+ *		message only; UNREG: the kept registration.
+ * @kept:	RTS, PULL: the kept registration used instead of @reg, the
+ *		message's bytes from @kept_start in it; UNREG: the one it
+ *		lets go of.
  * @cookie:	RTS: the FIN's.
- * @sent, @fin:	RTS: the RTS completed, the FIN came (under conn->lock) ...
- * @inv_remote:	... and invalidated @reg's one MR.
+ * @sent, @fin:	RTS: the RTS completed, the FIN came (under conn->lock).
  * @status:	RTS: the FIN's status; PULL, SERVE: what the FIN tells.
  * @len, @tag:	the message's length; PULL: and its tag.
  * @msg:	the message sent, @msg_len bytes (@small, or allocated) ...
@@ -264,10 +308,11 @@ struct zcx_ib_tx {
 	struct ib_cqe inv_cqe;
 	struct ib_cqe moved_cqe;
 	struct zcx_ib_reg reg;
+	struct zcx_ib_kept *kept;
+	u64 kept_start;
 	u64 cookie;
 	bool sent;
 	bool fin;
-	bool inv_remote;
 	int status;
 	u64 len;
 	u64 tag;
@@ -309,6 +354,8 @@ struct zcx_ib_tx {
  *		(under @lock).
  * @next_cookie: the next RTS's cookie (under @lock).
  * @mrs:	idle fast-registration MRs, @nmrs of them (under @lock).
+ * @kept:	registrations kept for later messages (under @lock) ...
+ * @unreg:	... and the work that lets go of the stale ones.
  * @mr_pages:	pages one of them maps (on siw: runs of contiguous pages).
  * @rdma_sge:	scatter entries one READ or WRITE of ours may have.
  * @read_mr:	the sink of a READ must be registered (iWARP).
@@ -368,6 +415,8 @@ struct zcx_ib_conn {
 	atomic64_t next_cookie;
 	struct list_head mrs;
 	u32 nmrs;
+	struct list_head kept;
+	struct work_struct unreg;
 	u32 mr_pages;
 	u32 rdma_sge;
 	bool read_mr;
@@ -395,6 +444,7 @@ struct zcx_ib_conn {
 
 /* main.c */
 extern unsigned int zcx_ib_keepalive_ms;
+extern bool zcx_ib_reg_cache;
 
 /* conn.c */
 extern const struct zcx_backend_ops zcx_ib_ops;
@@ -421,6 +471,20 @@ void zcx_ib_keepalive_init(struct zcx_ib_conn *conn);
 void zcx_ib_serve_init(struct zcx_ib_conn *conn);
 void zcx_ib_keepalive_arm(struct zcx_ib_conn *conn);
 void zcx_ib_keepalive_rearm_all(void);
+struct zcx_ib_tx *zcx_ib_unreg_job(struct zcx_ib_conn *conn, struct page **pages,
+				   unsigned long npages, int access, u32 direct);
+void zcx_ib_unreg_post(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx);
+void zcx_ib_job_end(struct zcx_ib_tx *tx, int res);
+
+/* kept.c */
+struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
+				    struct page **pages, u32 offset, u64 len, int access,
+				    u32 direct, u64 *start);
+void zcx_ib_kept_posted_locked(struct zcx_ib_conn *conn, struct zcx_ib_kept *k);
+void zcx_ib_kept_put(struct zcx_ib_conn *conn, struct zcx_ib_kept *k);
+void zcx_ib_kept_free(struct zcx_ib_kept *k);
+void zcx_ib_kept_init(struct zcx_ib_conn *conn);
+void zcx_ib_kept_drop_all(struct zcx_ib_conn *conn);
 
 /* mr.c */
 int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page **pages,
