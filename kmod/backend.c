@@ -188,11 +188,19 @@ void zcx_region_unwatch(struct zcx_region_watch *w)
 {
 	struct zcx_region *r = w->region;
 	struct zcx_ctx *ctx = r->ctx;
+	bool last = false;
 
 	spin_lock(&ctx->lock);
 	list_del(&w->link);
 	zcx_counter_add(ctx, dev_regs, -1);
+	if (r->state == ZCX_REGION_DEAD) {
+		WRITE_ONCE(ctx->dead_watches, ctx->dead_watches - 1);
+		last = !ctx->dead_watches;
+	}
 	spin_unlock(&ctx->lock);
+	/* Before the busy reference goes: the context lives until then. */
+	if (last)
+		wake_up_var(&ctx->dead_watches);
 	zcx_region_busy_put(r);
 }
 EXPORT_SYMBOL_GPL(zcx_region_unwatch);

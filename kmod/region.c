@@ -69,8 +69,10 @@ static void zcx_region_kill_locked(struct zcx_region *r)
 	ctx->ndying++;
 	ctx->dying_pages += r->npages;
 	/* Backends let go of their registrations: their busy references. */
-	list_for_each_entry(w, &r->watches, link)
+	list_for_each_entry(w, &r->watches, link) {
+		WRITE_ONCE(ctx->dead_watches, ctx->dead_watches + 1);
 		w->dead(w);
+	}
 }
 
 static void zcx_region_evict_locked(struct zcx_region *r)
@@ -206,6 +208,18 @@ void zcx_reap_work(struct work_struct *work)
 	zcx_reap(container_of(work, struct zcx_ctx, reap_work));
 }
 
+/*
+ * Reap, once the backends' registrations of DEAD regions are gone: they
+ * go as soon as their device is done with the pages, which takes a
+ * device's round trip, unless the device is stuck, so wait a second at
+ * most.  Regions evicted for room then give it back.
+ */
+static void zcx_reap_watched(struct zcx_ctx *ctx)
+{
+	wait_var_event_timeout(&ctx->dead_watches, !READ_ONCE(ctx->dead_watches), HZ);
+	zcx_reap(ctx);
+}
+
 /* Would the limits hold with this much more, once the reaper is done? */
 static bool zcx_over_limits_locked(const struct zcx_ctx *ctx, unsigned int extra_regions,
 				   unsigned long extra_pages)
@@ -253,10 +267,12 @@ static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
 			atomic64_inc(&zcx_stat_regions);
 		}
 		spin_unlock(&ctx->lock);
-		if (evicted || !fits)
-			zcx_reap(ctx);
-		if (fits)
+		if (fits) {
+			if (evicted)
+				zcx_reap(ctx);
 			return 0;
+		}
+		zcx_reap_watched(ctx);
 	}
 	return -ENOMEM;
 }
@@ -781,12 +797,15 @@ unsigned int zcx_mr_evict_unused(struct zcx_ctx *ctx)
 	return flushed;
 }
 
-/* Evict every unused region and wait until its pages are unpinned. */
+/*
+ * Evict every unused region and wait until its pages are unpinned (a
+ * second at most for those a backend's registration holds).
+ */
 unsigned int zcx_mr_flush(struct zcx_ctx *ctx)
 {
 	unsigned int flushed = zcx_mr_evict_unused(ctx);
 
-	zcx_reap(ctx);
+	zcx_reap_watched(ctx);
 	return flushed;
 }
 

@@ -135,8 +135,9 @@ enum zcx_region_state {
  * @users:	handles userspace holds on it.
  * @state:	enum zcx_region_state.
  * @unpinned:	pages released by the reaper.
- * @busy:	transfers using the pages now: the reaper leaves them pinned
- *		until the last one is done, even when the region is DEAD.
+ * @busy:	transfers using the pages now, and backends' watches: the
+ *		reaper leaves them pinned until the last one is done, even
+ *		when the region is DEAD.
  * @monitor:	a monitor (ZCX_IOC_MON_ADD): no pages, never in @node's
  *		tree, never on the LRU.
  * @cookie:	a monitor's cookie, for its events.
@@ -183,6 +184,8 @@ struct zcx_region {
  * @ndying:	DEAD regions the reaper has not unpinned yet ...
  * @dying_pages: ... and their pages: both leave with the reaper, so the
  *		limits do not count them.
+ * @dead_watches: backends' watches on DEAD regions, which they let go of
+ *		once their device is done with the pages (zcx_reap_watched()).
  * @next_gen:	next generation to hand out.
  * @max_entries: per-context limit on @nregions.
  * @max_bytes:	per-context limit on @pinned in bytes, 0 for none.
@@ -237,6 +240,7 @@ struct zcx_ctx {
 	u64 pinned;
 	u32 ndying;
 	u64 dying_pages;
+	unsigned int dead_watches;
 	u64 next_gen;
 	u32 max_entries;
 	u64 max_bytes;

@@ -21,9 +21,11 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <stdarg.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include "kselftest_harness.h"
+#include "zcx_creds.h"
 #include "zcx_module.h"
 #include "zcx_net.h"
 #include "zcx_nl.h"
@@ -517,6 +519,60 @@ TEST_F_TIMEOUT(net, reg_cache_0_keeps_no_registration, 300)
 	ASSERT_EQ(0, write_param(BACKEND_PARAM("reg_cache"), "0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, kept_send, kept_recv, &kc));
 	ASSERT_EQ(0, write_param(BACKEND_PARAM("reg_cache"), "1"));
+}
+
+/*
+ * Kept registrations give way to RLIMIT_MEMLOCK: with 8 MiB, an
+ * unprivileged sender sends from one 5 MiB buffer, then from another,
+ * KEPT_ML_ROUNDS times in turn.  Each buffer's registration holds its
+ * pages pinned after its message; pinning the other evicts it from the
+ * region cache, and the pin waits for the connection to let go of it.
+ */
+#define KEPT_ML_LIMIT	((size_t)8 << 20)
+#define KEPT_ML_LEN	((size_t)5 << 20)
+#define KEPT_ML_ROUNDS	4
+
+static int kept_ml_send(struct xside *s, void *arg)
+{
+	struct rlimit lim = { .rlim_cur = KEPT_ML_LIMIT, .rlim_max = KEPT_ML_LIMIT };
+	unsigned char *buf[2] = { zcx_test_anon(KEPT_ML_LEN), zcx_test_anon(KEPT_ML_LEN) };
+	int i, ret;
+
+	(void)arg;
+	CK(buf[0] && buf[1]);
+	CK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
+	CK_EQ(0, zcx_test_drop_to_nobody());
+	for (i = 0; i < 2 * KEPT_ML_ROUNDS; i++) {
+		xpat_fill(buf[i % 2], KEPT_ML_LEN, 900 + i);
+		ret = zcx_send(s->ep, s->peer, buf[i % 2], KEPT_ML_LEN, (uint64_t)i);
+		if (ret) {
+			fprintf(stderr, "# send %d: %s\n", i, zcx_strerror(ret));
+			return 1;
+		}
+	}
+	munmap(buf[0], KEPT_ML_LEN);
+	munmap(buf[1], KEPT_ML_LEN);
+	return 0;
+}
+
+static int kept_ml_recv(struct xside *s, void *arg)
+{
+	unsigned char *buf = zcx_test_anon(KEPT_ML_LEN);
+	int i;
+
+	(void)arg;
+	CK(buf);
+	for (i = 0; i < 2 * KEPT_ML_ROUNDS; i++) {
+		CK_EQ(KEPT_ML_LEN, zcx_recv(s->ep, buf, KEPT_ML_LEN, (uint64_t)i, UINT64_MAX, NULL));
+		CK_PAT(buf, KEPT_ML_LEN, 900 + i);
+	}
+	munmap(buf, KEPT_ML_LEN);
+	return 0;
+}
+
+TEST_F_TIMEOUT(net, kept_registrations_give_way_to_memlock, 300)
+{
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, kept_ml_send, kept_ml_recv, NULL));
 }
 
 /*

@@ -181,8 +181,8 @@ struct zcx_mr_dereg {
 
 /**
  * struct zcx_mr_flush - ZCX_IOC_MR_FLUSH: unpin every unused region now
- *		(one whose registration an RDMA connection keeps, once the
- *		device is done with it: soon after).
+ *		(waiting a second at most for one whose registration an
+ *		RDMA connection keeps to be let go).
  * @flags:	in: must be zero.
  * @flushed:	out: regions dropped.
  * @reserved:	in: must be zero; out: zero.

@@ -55,8 +55,9 @@ static bool zcx_ib_kept_covers(const struct zcx_ib_kept *k, struct page **pages,
  * pages (@pages, the first from @offset) for @access, found or made with
  * the registration work requests still to post (then not @k->cached):
  * *@start tells where the bytes begin in it.  NULL if none is kept for
- * them (see the top), or ERR_PTR(-errno).  The caller uses it until
- * zcx_ib_kept_put().
+ * them (see the top, and a device whose mappings need synchronising) or
+ * none can be made: the caller registers them for the message itself.
+ * The caller uses it until zcx_ib_kept_put().
  */
 struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
 				    struct page **pages, u32 offset, u64 len, int access,
@@ -66,7 +67,8 @@ struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
 	struct zcx_ib_tx *unreg;
 	struct zcx_ib_kept *k;
 
-	if (!READ_ONCE(zcx_ib_reg_cache) || (access & IB_ACCESS_REMOTE_WRITE))
+	if (!READ_ONCE(zcx_ib_reg_cache) || (access & IB_ACCESS_REMOTE_WRITE) ||
+	    READ_ONCE(conn->kept_off))
 		return NULL;
 	spin_lock(&conn->lock);
 	list_for_each_entry(k, &conn->kept, link) {
@@ -82,7 +84,7 @@ struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
 
 	k = kzalloc(sizeof(*k), GFP_KERNEL_ACCOUNT);
 	if (!k)
-		return ERR_PTR(-ENOMEM);
+		return NULL;
 	k->conn = conn;
 	k->pages = pages;
 	k->npages = npages;
@@ -97,9 +99,11 @@ struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
 	}
 	unreg = zcx_ib_unreg_job(conn, pages, npages, access, direct);
 	if (IS_ERR(unreg)) {
+		if (PTR_ERR(unreg) == -EOPNOTSUPP)
+			WRITE_ONCE(conn->kept_off, true);
 		zcx_region_unwatch(&k->watch);
 		kfree(k);
-		return ERR_CAST(unreg);
+		return NULL;
 	}
 	unreg->kept = k;
 	k->unreg = unreg;
@@ -140,21 +144,26 @@ void zcx_ib_kept_posted_locked(struct zcx_ib_conn *conn, struct zcx_ib_kept *k)
 		zcx_ib_queue_work(&conn->unreg);
 }
 
-/* A job is done with @k. */
+/*
+ * A job is done with @k.  Once unused and cached, @k may go at any time
+ * (the unreg work): look at it only under conn->lock.
+ */
 void zcx_ib_kept_put(struct zcx_ib_conn *conn, struct zcx_ib_kept *k)
 {
-	bool unused, cached;
+	bool unused, cached, stale;
 
 	spin_lock(&conn->lock);
 	unused = !--k->users;
 	cached = k->cached;
+	stale = READ_ONCE(k->stale);
 	spin_unlock(&conn->lock);
 	if (!unused)
 		return;
 	if (!cached)
 		/* Never posted, or the teardown is past: nothing reaches it. */
 		zcx_ib_job_end(k->unreg, 0);
-	else if (READ_ONCE(k->stale))
+	else if (stale)
+		/* Else its watch queues the work once it is stale. */
 		zcx_ib_queue_work(&conn->unreg);
 }
 
@@ -215,8 +224,8 @@ void zcx_ib_kept_drop_all(struct zcx_ib_conn *conn)
 	list_for_each_entry_safe(k, tmp, &conn->kept, link) {
 		k->cached = false;
 		list_del_init(&k->link);
-		/* One still used goes with its last zcx_ib_kept_put(). */
-		if (!k->users)
+		/* Every job has ended (zcx_ib_jobs_fail()): none uses it. */
+		if (!WARN_ON_ONCE(k->users))
 			list_add_tail(&k->link, &gone);
 	}
 	spin_unlock(&conn->lock);

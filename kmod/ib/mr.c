@@ -10,11 +10,11 @@
  * The MRs are the connection's: on its own protection domain, so that
  * only its queue pair can use them, and kept idle between messages (up
  * to ZCX_IB_MR_CACHE of them) so that a message costs work requests, not
- * allocations.  The jobs of xfer.c post the registration and, before
- * they complete their operation, the invalidation (LOCAL_INV, or the
- * peer's FIN invalidates a single MR as it lands): the pages stay pinned
- * and busy until then, so the device never touches a page after zcx.ko
- * let go of it.
+ * allocations.  The jobs of xfer.c post the registration and its
+ * invalidation (LOCAL_INV): a registration for one message before its
+ * operation completes, a kept one (kept.c) once its region goes.  The
+ * pages stay pinned until then, so the device never touches a page after
+ * zcx.ko let go of it.
  */
 #include <linux/scatterlist.h>
 #include <linux/slab.h>

@@ -513,12 +513,6 @@ static int zcx_ib_job_submit(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 	int ret = 0;
 
 	spin_lock(&conn->lock);
-	if (conn->state != ZCX_IB_LIVE && tx->type == ZCX_IB_JOB_UNREG) {
-		/* Still valid: the teardown ends it once the queue pair is gone. */
-		list_add_tail(&tx->link, &conn->held);
-		spin_unlock(&conn->lock);
-		return 0;
-	}
 	if (conn->state != ZCX_IB_LIVE) {
 		spin_unlock(&conn->lock);
 		zcx_ib_job_end(tx, -ECONNRESET);
@@ -544,6 +538,19 @@ static void zcx_ib_inv_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *t
 	/* Not posted: the teardown ends it, the queue pair being dead. */
 	if (conn->state != ZCX_IB_LIVE || ib_post_send(conn->qp, &tx->inv[0].send, NULL))
 		zcx_ib_conn_schedule_kill(conn);
+}
+
+/*
+ * Post @tx's invalidations (its own registrations', or, for UNREG, the
+ * kept one's) now if the send queue has room and none wait before them,
+ * else let them wait, ahead of any job.  conn->lock held.
+ */
+static void zcx_ib_inv_queue_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	if (list_empty(&conn->inv_waiting) && conn->sq_used + tx->reg.nmr <= conn->sq_depth)
+		zcx_ib_inv_post_locked(conn, tx);
+	else
+		list_add_tail(&tx->inv_link, &conn->inv_waiting);
 }
 
 /*
@@ -808,55 +815,99 @@ static void zcx_ib_wr_inv(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, unio
 	}
 }
 
+static void zcx_ib_inv_done(struct ib_cq *cq, struct ib_wc *wc);
+
+/*
+ * The chain invalidating tx->reg's MRs (posted by zcx_ib_inv_post_locked()),
+ * the first fenced, the last ending the job.  0 or -ENOMEM.
+ */
+static int zcx_ib_inv_build(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
+{
+	u32 n = tx->reg.nmr;
+
+	tx->inv = kcalloc(n, sizeof(*tx->inv), GFP_KERNEL_ACCOUNT);
+	if (!tx->inv)
+		return -ENOMEM;
+	zcx_ib_wr_inv(conn, &tx->reg, tx->inv);
+	zcx_ib_wr_chain(tx->inv, n);
+	tx->inv_cqe.done = zcx_ib_inv_done;
+	tx->inv[n - 1].send.send_flags |= IB_SEND_SIGNALED;
+	tx->inv[n - 1].send.wr_cqe = &tx->inv_cqe;
+	return 0;
+}
+
+/*
+ * Whether the CPU and the device would have to be synchronised around
+ * each use of @reg's mapping (bounce buffers, a device that is not cache
+ * coherent): then it is kept for one message only, as its unmapping does
+ * that.
+ */
+static bool zcx_ib_reg_needs_sync(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg)
+{
+	struct scatterlist *sg;
+	int i;
+
+	if (ib_uses_virt_dma(conn->ibdev))
+		return false;
+	for_each_sgtable_dma_sg(&reg->sgt, sg, i)
+		if (dma_need_sync(conn->ibdev->dma_device, sg_dma_address(sg)))
+			return true;
+	return false;
+}
+
 /*
  * A kept registration (kept.c) of @npages whole pages for @access: the
  * pages mapped and registered in tx->reg (zcx_ib_reg_map(), @direct
  * telling when a mapping suffices), and the job of invalidating them,
- * posted once the registration goes; ERR_PTR(-errno) if none can be
- * made.  The registration work requests are the first job's to post.
+ * posted once the registration goes; ERR_PTR(-EOPNOTSUPP) if the mapping
+ * cannot be kept, or another -errno.  The registration work requests are
+ * the first job's to post.
  */
 struct zcx_ib_tx *zcx_ib_unreg_job(struct zcx_ib_conn *conn, struct page **pages,
 				   unsigned long npages, int access, u32 direct)
 {
 	struct zcx_ib_tx *tx = zcx_ib_job_alloc(conn, ZCX_IB_JOB_UNREG, NULL);
-	u32 nmr;
 	int ret;
 
 	if (!tx)
 		return ERR_PTR(-ENOMEM);
 	ret = zcx_ib_reg_map(conn, &tx->reg, pages, 0, (u64)npages << PAGE_SHIFT, access, direct);
-	nmr = tx->reg.nmr;
-	if (!ret && nmr)
-		ret = zcx_ib_job_wrs(tx, nmr, 0);
-	if (!ret && tx->wrs > conn->sq_depth)
+	if (!ret && zcx_ib_reg_needs_sync(conn, &tx->reg))
+		ret = -EOPNOTSUPP;
+	if (!ret && tx->reg.nmr > conn->sq_depth)
 		ret = -EMSGSIZE;
+	if (!ret && tx->reg.nmr)
+		ret = zcx_ib_inv_build(conn, tx);
 	if (ret) {
 		zcx_ib_reg_unmap(conn, &tx->reg);
-		if (tx->wr != &tx->wr1)
-			kfree(tx->wr);
+		kfree(tx->inv);
 		kfree(tx);
 		return ERR_PTR(ret);
-	}
-	if (nmr) {
-		zcx_ib_wr_inv(conn, &tx->reg, tx->wr);
-		tx->cqe.done = zcx_ib_job_done;
-		tx->wr[nmr - 1].send.send_flags |= IB_SEND_SIGNALED;
-		tx->wr[nmr - 1].send.wr_cqe = &tx->cqe;
 	}
 	return tx;
 }
 
 /*
- * A kept registration no job uses goes: invalidate it, or, if the pages
- * are only mapped, which only our own (finished) work requests reached,
- * unmap them now.  Called with conn->building held (read).
+ * A kept registration no job uses goes (@tx its UNREG job): invalidate
+ * it, ahead of waiting jobs, which do not use it; or, if the pages are
+ * only mapped, which only our own (finished) work requests reached,
+ * unmap them now.  On a dead connection the teardown ends it once the
+ * queue pair is destroyed.
  */
 void zcx_ib_unreg_post(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 {
-	if (!tx->reg.nmr)
+	spin_lock(&conn->lock);
+	if (conn->state == ZCX_IB_LIVE && !tx->reg.nmr) {
+		spin_unlock(&conn->lock);
 		zcx_ib_job_end(tx, 0);
-	else if (zcx_ib_job_submit(conn, tx))
-		zcx_ib_conn_schedule_kill(conn);
+		return;
+	}
+	/* It reserves what zcx_ib_inv_post_locked() takes, until it ends. */
+	tx->started = true;
+	list_add_tail(&tx->link, &conn->held);
+	if (conn->state == ZCX_IB_LIVE)
+		zcx_ib_inv_queue_locked(conn, tx);
+	spin_unlock(&conn->lock);
 }
 
 /*
@@ -874,8 +925,6 @@ static int zcx_ib_job_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, struct
 
 	if (op)
 		k = zcx_ib_kept_get(conn, op, pages, offset, len, access, direct, &tx->kept_start);
-	if (IS_ERR(k))
-		return PTR_ERR(k);
 	if (k) {
 		tx->kept = k;
 		/* Not cached yet: made for this job, which registers it. */
@@ -970,10 +1019,7 @@ static bool zcx_ib_rts_finish_locked(struct zcx_ib_conn *conn, struct zcx_ib_tx 
 		list_del(&tx->link);
 		return true;
 	}
-	if (list_empty(&conn->inv_waiting) && conn->sq_used + tx->reg.nmr <= conn->sq_depth)
-		zcx_ib_inv_post_locked(conn, tx);
-	else
-		list_add_tail(&tx->inv_link, &conn->inv_waiting);
+	zcx_ib_inv_queue_locked(conn, tx);
 	return false;
 }
 
@@ -1007,8 +1053,11 @@ static void zcx_ib_rts_sent(struct ib_cq *cq, struct ib_wc *wc)
 		zcx_ib_job_end(tx, tx->status);
 }
 
-/* An RTS's registrations are invalid again: the send is done. */
-static void zcx_ib_rts_done(struct ib_cq *cq, struct ib_wc *wc)
+/*
+ * A job's invalidations completed (an RTS's, or an UNREG's): its
+ * registrations are invalid again, and the job is done.
+ */
+static void zcx_ib_inv_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, inv_cqe);
 	struct zcx_ib_conn *conn = tx->conn;
@@ -1074,7 +1123,7 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 	bool carried = type == ZCX_IB_PUT && len <= ZCX_IB_PUT_INLINE;
 	struct page **pages = NULL, *kpages[2];
 	const struct zcx_ib_reg *reg;
-	u32 offset = 0, nreg = 0, nseg, ninv;
+	u32 offset = 0, nreg = 0, nseg;
 	struct zcx_ib_hdr *hdr;
 	struct zcx_ib_rts *rts;
 	int ret;
@@ -1107,10 +1156,11 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 		tx->msg = tx->small;
 		return -ENOMEM;
 	}
+	/* A kept registration stays valid past the message. */
 	if (tx->reg.nmr) {
-		tx->inv = kcalloc(tx->reg.nmr, sizeof(*tx->inv), GFP_KERNEL_ACCOUNT);
-		if (!tx->inv)
-			return -ENOMEM;
+		ret = zcx_ib_inv_build(conn, tx);
+		if (ret)
+			return ret;
 	}
 	hdr = tx->msg;
 	rts = tx->msg + sizeof(*hdr);
@@ -1134,15 +1184,6 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 		zcx_ib_wr_reg(conn, reg, tx->wr, access);
 	tx->cqe.done = zcx_ib_rts_sent;
 	zcx_ib_wr_send(conn, tx, &tx->wr[nreg].send, &tx->sge[0], 1);
-	/* A kept registration stays valid past the message. */
-	ninv = tx->reg.nmr;
-	if (!ninv)
-		return 0;
-	zcx_ib_wr_inv(conn, &tx->reg, tx->inv);
-	zcx_ib_wr_chain(tx->inv, ninv);
-	tx->inv_cqe.done = zcx_ib_rts_done;
-	tx->inv[ninv - 1].send.send_flags |= IB_SEND_SIGNALED;
-	tx->inv[ninv - 1].send.wr_cqe = &tx->inv_cqe;
 	return 0;
 }
 

@@ -356,6 +356,7 @@ struct zcx_ib_tx {
  * @mrs:	idle fast-registration MRs, @nmrs of them (under @lock).
  * @kept:	registrations kept for later messages (under @lock) ...
  * @unreg:	... and the work that lets go of the stale ones.
+ * @kept_off:	the device's mappings need synchronising: none is kept.
  * @mr_pages:	pages one of them maps (on siw: runs of contiguous pages).
  * @rdma_sge:	scatter entries one READ or WRITE of ours may have.
  * @read_mr:	the sink of a READ must be registered (iWARP).
@@ -417,6 +418,7 @@ struct zcx_ib_conn {
 	u32 nmrs;
 	struct list_head kept;
 	struct work_struct unreg;
+	bool kept_off;
 	u32 mr_pages;
 	u32 rdma_sge;
 	bool read_mr;
