@@ -185,11 +185,8 @@ static void zcx_ib_unreg_work(struct work_struct *work)
 	struct zcx_ib_kept *k, *tmp;
 	LIST_HEAD(gone);
 
-	down_read(&conn->building);
-	if (READ_ONCE(conn->state) != ZCX_IB_LIVE) {
-		up_read(&conn->building);
+	if (!zcx_ib_build_begin(conn))
 		return;
-	}
 	spin_lock(&conn->lock);
 	list_for_each_entry_safe(k, tmp, &conn->kept, link) {
 		if (READ_ONCE(k->stale) && !k->users) {
@@ -220,14 +217,11 @@ void zcx_ib_kept_drop_all(struct zcx_ib_conn *conn)
 	struct zcx_ib_kept *k, *tmp;
 	LIST_HEAD(gone);
 
+	/* Every job has ended (zcx_ib_jobs_fail()): none uses them. */
 	spin_lock(&conn->lock);
-	list_for_each_entry_safe(k, tmp, &conn->kept, link) {
+	list_splice_init(&conn->kept, &gone);
+	list_for_each_entry(k, &gone, link)
 		k->cached = false;
-		list_del_init(&k->link);
-		/* Every job has ended (zcx_ib_jobs_fail()): none uses it. */
-		if (!WARN_ON_ONCE(k->users))
-			list_add_tail(&k->link, &gone);
-	}
 	spin_unlock(&conn->lock);
 	list_for_each_entry_safe(k, tmp, &gone, link) {
 		list_del_init(&k->link);

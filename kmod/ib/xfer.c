@@ -339,7 +339,7 @@ static void zcx_ib_wr_chain(union ib_wr_any *wr, u32 n)
  * Before building a job on @conn's PD and device: false if the connection
  * is dead (they may be gone), else up_read(&conn->building) when built.
  */
-static bool zcx_ib_build_begin(struct zcx_ib_conn *conn)
+bool zcx_ib_build_begin(struct zcx_ib_conn *conn)
 {
 	down_read(&conn->building);
 	if (READ_ONCE(conn->state) == ZCX_IB_LIVE)

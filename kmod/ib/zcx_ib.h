@@ -477,6 +477,7 @@ struct zcx_ib_tx *zcx_ib_unreg_job(struct zcx_ib_conn *conn, struct page **pages
 				   unsigned long npages, int access, u32 direct);
 void zcx_ib_unreg_post(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx);
 void zcx_ib_job_end(struct zcx_ib_tx *tx, int res);
+bool zcx_ib_build_begin(struct zcx_ib_conn *conn);
 
 /* kept.c */
 struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
