@@ -763,6 +763,81 @@ TEST_F_TIMEOUT(net, slow_receiver_loses_nothing, 300)
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_flood, net_drain_in_order, NULL));
 }
 
+/*
+ * More rendezvous messages than the receiver copies out of its buffers
+ * (ZCX_IB_RTS_COPY_BYTES of them, some 3,600 of a segment each), before
+ * it receives any: the rest keep their buffers and then wait at the
+ * sender for credits; every one arrives, in order, with its bytes.
+ */
+#define RTS_MANY	4000
+#define RTS_LEN		4097	/* just over what goes inline */
+#define RTS_SPAN	4000	/* message i starts at byte i * 13 % RTS_SPAN */
+
+static size_t rts_start(int i)
+{
+	return (size_t)i * 13 % RTS_SPAN;
+}
+
+static int rts_many_count(void)
+{
+	return RTS_MANY / (int)zcx_test_slowdown();
+}
+
+static int net_rts_flood(struct xside *s, void *arg)
+{
+	int i, n = rts_many_count(), ret = 0;
+	struct zcx_req *reqs = calloc(n, sizeof(*reqs));
+	unsigned char *buf = malloc(RTS_SPAN + RTS_LEN);
+
+	(void)arg;
+	if (!reqs || !buf) {
+		ret = 1;
+		goto out;
+	}
+	xpat_fill(buf, RTS_SPAN + RTS_LEN, 77);
+	for (i = 0; i < n && !ret; i++)
+		if (zcx_isend(s->ep, s->peer, buf + rts_start(i), RTS_LEN, 9, &reqs[i]))
+			ret = 1;
+	if (zcx_ep_flush(s->ep) || xsend_u64(s, 1))
+		ret = 1;
+	for (i = 0; i < n && !ret; i++)
+		if (xwait_bounded(s->ep, &reqs[i], 120000)) {
+			fprintf(stderr, "# send %d: %s\n", i, zcx_strerror(reqs[i].status));
+			ret = 1;
+		}
+out:
+	free(reqs);
+	free(buf);
+	return ret;
+}
+
+static int net_rts_drain(struct xside *s, void *arg)
+{
+	unsigned char buf[RTS_LEN];
+	int i, n = rts_many_count();
+	long long bad;
+	ssize_t got;
+
+	(void)arg;
+	if (xexpect_u64(s, 1))
+		return 1;
+	for (i = 0; i < n; i++) {
+		got = zcx_recv(s->ep, buf, sizeof(buf), 9, UINT64_MAX, NULL);
+		bad = got == RTS_LEN ? xpat_check_at(buf, RTS_LEN, 77, rts_start(i)) : 0;
+		if (bad >= 0) {
+			fprintf(stderr, "# message %d: %zd bytes, first wrong %lld\n", i, got, bad);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(net, unreceived_rendezvous_messages_lose_nothing, 600)
+{
+	/* Rings deep enough for every send to be in flight at once. */
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 2 * RTS_MANY, net_rts_flood, net_rts_drain, NULL));
+}
+
 TEST_F_TIMEOUT(net, refused_and_rejected, 300)
 {
 	unsigned char big[8] = { 0 };

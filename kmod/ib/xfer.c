@@ -65,6 +65,7 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 	rx->dma = 0;
 	rx->copy = false;
 	rx->unreceived = false;
+	rx->rts_copy = 0;
 	return rx;
 }
 
@@ -132,17 +133,19 @@ static void zcx_ib_rx_repost(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 		zcx_ib_conn_schedule_kill(conn);
 }
 
-/* zcx.ko does not hold the EAGER message in @rx any more. */
+/* zcx.ko does not hold the EAGER message or RTS in @rx any more. */
 static void zcx_ib_rx_received(struct zcx_ib_rx *rx)
 {
 	struct zcx_ib_conn *conn = rx->conn;
 
-	if (!rx->unreceived)
+	if (!rx->unreceived && !rx->rts_copy)
 		return;
 	spin_lock(&conn->lock);
-	conn->unreceived--;
+	conn->unreceived -= rx->unreceived;
+	conn->rts_copied -= rx->rts_copy;
 	spin_unlock(&conn->lock);
 	rx->unreceived = false;
+	rx->rts_copy = 0;
 }
 
 /*
@@ -165,7 +168,9 @@ static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_
 	copy->conn = conn;
 	copy->copy = true;
 	copy->unreceived = rx->unreceived;
+	copy->rts_copy = rx->rts_copy;
 	rx->unreceived = false;
+	rx->rts_copy = 0;
 	zcx_ib_rx_repost(conn, rx);
 	return copy;
 }
@@ -1437,13 +1442,20 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	 * sender that heeds the CREDITs sends few more inline (what it had
 	 * queued); one that does not is copied for up to
 	 * ZCX_IB_UNRECEIVED_MAX and then holds up only its own connection.
+	 * So does one whose rendezvous messages the receiver does not consume
+	 * once their copies take ZCX_IB_RTS_COPY_BYTES: no peer makes this
+	 * node copy without bound.
 	 */
-	copy = type == ZCX_IB_RTS ||
+	copy = (type == ZCX_IB_RTS &&
+		conn->rts_copied + sizeof(*hdr) + len <= ZCX_IB_RTS_COPY_BYTES) ||
 	       (type == ZCX_IB_EAGER && conn->unreceived >= ZCX_IB_HOLD_MAX &&
 		conn->unreceived < ZCX_IB_UNRECEIVED_MAX);
 	if (type == ZCX_IB_EAGER) {
 		conn->unreceived++;
 		rx->unreceived = true;
+	} else if (type == ZCX_IB_RTS && copy) {
+		rx->rts_copy = sizeof(*hdr) + len;
+		conn->rts_copied += rx->rts_copy;
 	}
 	spin_unlock(&conn->lock);
 	if ((type == ZCX_IB_PUT || type == ZCX_IB_GET) && zcx_ib_rts_valid(type, body, len)) {

@@ -64,6 +64,12 @@
  */
 #define ZCX_IB_HOLD_MAX		(ZCX_IB_RX_DEPTH - ZCX_IB_RX_DEPTH / 4)
 #define ZCX_IB_UNRECEIVED_MAX	(2 * ZCX_IB_RX_DEPTH)
+/*
+ * Bytes of RTS messages an accepted connection keeps copied out of their
+ * buffers until zcx.ko consumed them, at most (some 3,600 messages of a
+ * segment each); more keep their buffers (xfer.c).
+ */
+#define ZCX_IB_RTS_COPY_BYTES	(256U << 10)
 /* Inline messages an outgoing connection queues, waiting for credits. */
 #define ZCX_IB_EAGER_QUEUE	(ZCX_IB_RX_DEPTH / 2)
 /* Credits go back once the sender may have fewer than this (xfer.c). */
@@ -199,6 +205,7 @@ struct zcx_ib_rx {
 	void *buf;		/* struct zcx_ib_hdr, then the body (conn->rx_size) */
 	bool copy;		/* a copy of the message (its length), freed, not posted */
 	bool unreceived;	/* an EAGER message zcx.ko holds: in conn->unreceived */
+	u32 rts_copy;		/* an RTS zcx.ko holds: its bytes, in conn->rts_copied */
 };
 
 /*
@@ -369,6 +376,8 @@ struct zcx_ib_tx {
  *		(holding a message, or among @owed; under @lock).
  * @unreceived: passive: EAGER messages zcx.ko holds, in buffers or
  *		copies (under @lock).
+ * @rts_copied: passive: bytes of the RTS messages zcx.ko holds that were
+ *		to be copied out of their buffers (under @lock).
  * @eager_off:	the last CREDIT (passive: sent; active: received) said
  *		ZCX_IB_EAGER_OFF (under @lock; read without it to decide).
  * @fins_out:	passive: FINs posted that the sender has not said it took
@@ -427,6 +436,7 @@ struct zcx_ib_conn {
 	u32 credits;
 	u32 lent;
 	u32 unreceived;
+	u32 rts_copied;
 	u32 fins_out;
 	u32 fins_taken;
 	u32 credit_waiters;
