@@ -238,25 +238,30 @@ static void side_down(struct side *s)
 	s->zcx = NULL;
 }
 
+/*
+ * Receive a message of exactly @len bytes with @tag into @q: 0, the
+ * receive's -errno, or -EMSGSIZE for another length.
+ */
+static int recv_exactly(struct side *s, void *q, size_t len, uint64_t tag)
+{
+	ssize_t got = zcx_recv(s->ep, q, len, tag, UINT64_MAX, NULL);
+
+	return got == (ssize_t)len ? 0 : got < 0 ? (int)got : -EMSGSIZE;
+}
+
 /* Send @len bytes at @p with @tag, then receive the echo into @q: 0 or -errno. */
 static int ping(struct side *s, unsigned char *p, unsigned char *q, size_t len, uint64_t tag)
 {
-	ssize_t got;
 	int ret = zcx_send(s->ep, s->peer, p, len, tag);
 
-	if (ret)
-		return ret;
-	got = zcx_recv(s->ep, q, len, tag, UINT64_MAX, NULL);
-	return got == (ssize_t)len ? 0 : got < 0 ? (int)got : -EMSGSIZE;
+	return ret ? ret : recv_exactly(s, q, len, tag);
 }
 
 static int echo(struct side *s, unsigned char *q, size_t len, uint64_t tag)
 {
-	ssize_t got = zcx_recv(s->ep, q, len, tag, UINT64_MAX, NULL);
+	int ret = recv_exactly(s, q, len, tag);
 
-	if (got != (ssize_t)len)
-		return got < 0 ? (int)got : -EMSGSIZE;
-	return zcx_send(s->ep, s->peer, q, len, tag);
+	return ret ? ret : zcx_send(s->ep, s->peer, q, len, tag);
 }
 
 /* Case 2: the server pings, the client echoes; 0 or -errno. */
@@ -308,16 +313,15 @@ static int big_each_way(struct side *s, const char **what)
 			fill(p, BIG, 0x8000 + dir_);
 			sum = checksum(p, BIG);
 			ret = zcx_send(s->ep, s->peer, p, BIG, 10 + dir_);
-			if (!ret && zcx_recv(s->ep, &theirs, 8, 20 + dir_, UINT64_MAX, NULL) != 8)
-				ret = -EPROTO;
+			if (!ret)
+				ret = recv_exactly(s, &theirs, 8, 20 + dir_);
 			if (!ret && theirs != sum) {
 				*what = "checksums differ";
 				ret = -EBADMSG;
 			}
 		} else {
 			memset(p, 0, BIG);
-			if (zcx_recv(s->ep, p, BIG, 10 + dir_, UINT64_MAX, NULL) != (ssize_t)BIG)
-				ret = -EPROTO;
+			ret = recv_exactly(s, p, BIG, 10 + dir_);
 			if (!ret && check(p, BIG, 0x8000 + dir_) >= 0) {
 				*what = "wrong bytes";
 				ret = -EBADMSG;
@@ -369,9 +373,8 @@ static int barriers(struct side *s, double *us, const char **what)
 	ret = zcx_expose(s->zcx, slot, sizeof(*slot), ZCX_REMOTE_WRITE, &mine.rkey);
 	if (!ret)
 		ret = zcx_send(s->ep, s->peer, &mine, sizeof(mine), 40);
-	if (!ret && zcx_recv(s->ep, &theirs, sizeof(theirs), 40, UINT64_MAX, NULL) !=
-	    sizeof(theirs))
-		ret = -EPROTO;
+	if (!ret)
+		ret = recv_exactly(s, &theirs, sizeof(theirs), 40);
 	if (!ret)
 		ret = group_up(s, &g);
 	t = now_ns();
@@ -414,7 +417,7 @@ static int node_lost(struct side *s, const char *ifname, double *secs)
 {
 	struct timespec tick = { 0, 10000000 };
 	struct zcx_req req = { 0 };
-	char cmd[160], c = 'r', cut = 'n';
+	char cmd[320], c = 'r', cut = 'n';
 	uint64_t t, end;
 	int ret;
 
@@ -424,8 +427,11 @@ static int node_lost(struct side *s, const char *ifname, double *secs)
 	if (!ret && server && put_file("lost.server", &c, 1))
 		ret = -EPIPE;
 	if (!ret && !server) {
+		/* What the link's queue went through so far, as TAP comments. */
 		snprintf(cmd, sizeof(cmd),
-			 "tc qdisc add dev '%s' root netem loss 100%% 2>/dev/null", ifname);
+			 "tc -s qdisc show dev '%s' | sed 's/^/# /'; "
+			 "tc qdisc replace dev '%s' root netem loss 100%% 2>/dev/null",
+			 ifname, ifname);
 		if (get_file("lost.server", &c, 1))
 			ret = -EPIPE;
 		else if (!system(cmd))
@@ -443,7 +449,7 @@ static int node_lost(struct side *s, const char *ifname, double *secs)
 		nanosleep(&tick, NULL);
 	*secs = (now_ns() - t) / 1e9;
 	if (ret == 1)
-		ret = req.status == -ECONNRESET ? 0 : req.status ? req.status : -EPROTO;
+		ret = req.status == -ECONNRESET ? 0 : req.status ? req.status : -EBADMSG;
 	else if (!ret)
 		ret = -ETIME;
 	return ret;
