@@ -767,7 +767,10 @@ TEST_F_TIMEOUT(net, slow_receiver_loses_nothing, 300)
  * More rendezvous messages than the receiver copies out of its buffers
  * (ZCX_IB_RTS_COPY_BYTES of them, some 3,600 of a segment each), before
  * it receives any: the rest keep their buffers and then wait at the
- * sender for credits; every one arrives, in order, with its bytes.
+ * sender for credits; every one arrives, in order, with its bytes.  The
+ * receiver's FINs then outrun what it may have out (ZCX_IB_FIN_MAX)
+ * while its buffers are held: the sender's TAKEN must still get through,
+ * on the credit other messages leave it.
  */
 #define RTS_MANY	4000
 #define RTS_LEN		4097	/* just over what goes inline */
@@ -785,7 +788,7 @@ static int rts_many_count(void)
 
 static int net_rts_flood(struct xside *s, void *arg)
 {
-	int i, n = rts_many_count(), ret = 0;
+	int i, n = rts_many_count(), ret = 0, err;
 	struct zcx_req *reqs = calloc(n, sizeof(*reqs));
 	unsigned char *buf = malloc(RTS_SPAN + RTS_LEN);
 
@@ -800,11 +803,13 @@ static int net_rts_flood(struct xside *s, void *arg)
 			ret = 1;
 	if (zcx_ep_flush(s->ep) || xsend_u64(s, 1))
 		ret = 1;
-	for (i = 0; i < n && !ret; i++)
-		if (xwait_bounded(s->ep, &reqs[i], 120000)) {
-			fprintf(stderr, "# send %d: %s\n", i, zcx_strerror(reqs[i].status));
+	for (i = 0; i < n && !ret; i++) {
+		err = xwait_bounded(s->ep, &reqs[i], 120000);
+		if (err) {
+			fprintf(stderr, "# send %d: %s\n", i, zcx_strerror(err));
 			ret = 1;
 		}
+	}
 out:
 	free(reqs);
 	free(buf);
