@@ -9,17 +9,19 @@
  * the message is consumed.  Beyond that the message is copied out and
  * the sender told to send short messages as rendezvous ones too, so
  * nothing is lost, no memory grows without bound, and a message the
- * receiver waits for always gets through.
+ * receiver waits for gets through however many inline ones wait, and
+ * past up to ZCX_IB_RTS_COPY_BYTES of rendezvous requests.
  *
  * A longer message is a rendezvous: the sender registers its pinned pages
  * (or a short message's kernel buffer) for remote reading (mr.c) and
  * SENDs an RTS naming the segments, which the passive side copies out of
- * its buffer; once zcx.ko matched the RTS with a receive, the receiver
- * maps that receive's pinned pages (registering them only if one READ
- * cannot take them with the device's local DMA key), RDMA READs the
- * message straight into them and SENDs a FIN; the receive completes once
- * the READs have (and the receiver's own registrations for this message
- * are invalid).  The sender then invalidates its own registrations for
+ * its buffer (while those unconsumed take less than ZCX_IB_RTS_COPY_BYTES;
+ * the next keep their buffers); once zcx.ko matched the RTS with a
+ * receive, the receiver maps that receive's pinned pages (registering
+ * them only if one READ cannot take them with the device's local DMA
+ * key), RDMA READs the message straight into them and SENDs a FIN; the
+ * receive completes once the READs have (and the receiver's own
+ * registrations for this message are invalid, its mapping undone).  The sender then invalidates its own registrations for
  * the message, and only then does the send complete, which lets go of
  * its pages.  Registrations of a cached region's pages are kept instead
  * (kept.c): neither side makes or invalidates them again for later
@@ -210,10 +212,11 @@ void zcx_ib_release_rx(void *arg)
  * ZCX_IB_CREDIT_LOW left, counting every buffer it filled and has not had
  * back.  So a sender that keeps pace never waits, and buffers held by
  * unexpected messages never keep back owed credits the sender needs (the
- * check runs as messages arrive, too).  Such messages hold at most
- * ZCX_IB_HOLD_MAX buffers (zcx_ib_rx_done()), so credits keep coming
- * back however many of them wait; the CREDIT telling the sender that it
- * may send inline again goes at once.
+ * check runs as messages arrive, too).  Inline ones hold at most
+ * ZCX_IB_HOLD_MAX buffers, rendezvous requests none until their copies
+ * reach ZCX_IB_RTS_COPY_BYTES (zcx_ib_rx_done()), so credits keep coming
+ * back however many of them wait, up to there; the CREDIT telling the
+ * sender that it may send inline again goes at once.
  *
  * The active side queues at most ZCX_IB_EAGER_QUEUE inline messages for
  * credits (more go as RTS).
@@ -660,6 +663,13 @@ static void zcx_ib_pull_moved(struct ib_cq *cq, struct ib_wc *wc)
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, moved_cqe);
 	int res = zcx_ib_wc_result(tx->conn, wc);
 
+	/*
+	 * Its own registrations are invalid: unmapped now, which also syncs
+	 * the pages for the CPU (bounce buffers) before the receive sees
+	 * them.  After a failure they wait for the teardown (job_end).
+	 */
+	if (!res)
+		zcx_ib_reg_unmap(tx->conn, &tx->reg);
 	zcx_op_pulled(tx->op, res ? res : tx->status, tx->len, tx->tag);
 	tx->op = NULL;
 }
