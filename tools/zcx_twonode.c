@@ -429,7 +429,7 @@ static int node_lost(struct side *s, const char *ifname, double *secs)
 	if (!ret && !server) {
 		/* What the link's queue went through so far, as TAP comments. */
 		snprintf(cmd, sizeof(cmd),
-			 "tc -s qdisc show dev '%s' | sed 's/^/# /'; "
+			 "tc -s qdisc show dev '%s' 2>&1 | sed 's/^/# /'; "
 			 "tc qdisc replace dev '%s' root netem loss 100%% 2>/dev/null",
 			 ifname, ifname);
 		if (get_file("lost.server", &c, 1))

@@ -13,19 +13,20 @@
  * past up to ZCX_IB_RTS_COPY_BYTES of rendezvous requests.
  *
  * A longer message is a rendezvous: the sender registers its pinned pages
- * (or a short message's kernel buffer) for remote reading (mr.c) and
- * SENDs an RTS naming the segments, which the passive side copies out of
- * its buffer (while those unconsumed take less than ZCX_IB_RTS_COPY_BYTES;
+ * (or a short message's kernel buffer) for remote reading (mr.c) and SENDs
+ * an RTS naming the segments, which the passive side copies out of its
+ * buffer (while those not yet pulled take at most ZCX_IB_RTS_COPY_BYTES;
  * the next keep their buffers); once zcx.ko matched the RTS with a
- * receive, the receiver maps that receive's pinned pages (registering
- * them only if one READ cannot take them with the device's local DMA
- * key), RDMA READs the message straight into them and SENDs a FIN; the
- * receive completes once the READs have (and the receiver's own
- * registrations for this message are invalid, its mapping undone).  The sender then invalidates its own registrations for
- * the message, and only then does the send complete, which lets go of
- * its pages.  Registrations of a cached region's pages are kept instead
- * (kept.c): neither side makes or invalidates them again for later
- * messages in those pages, and they hold the pages pinned until they go.
+ * receive, the receiver maps that receive's pinned pages (registering them
+ * only if one READ cannot take them with the device's local DMA key), RDMA
+ * READs the message straight into them and SENDs a FIN; the receive
+ * completes once the READs have (and the receiver's own registrations for
+ * this message are invalid, its mapping undone).  The sender then
+ * invalidates its own registrations for the message, and only then does
+ * the send complete, which lets go of its pages.  Registrations of a
+ * cached region's pages are kept instead (kept.c): neither side makes or
+ * invalidates them again for later messages in those pages, and they hold
+ * the pages pinned until they go.
  * Either way, each side's device touches user pages only while they are
  * pinned: held busy by an operation or watched by a kept registration.
  *
@@ -664,13 +665,14 @@ static void zcx_ib_pull_moved(struct ib_cq *cq, struct ib_wc *wc)
 	int res = zcx_ib_wc_result(tx->conn, wc);
 
 	/*
-	 * Its own registrations are invalid: unmapped now, which also syncs
-	 * the pages for the CPU (bounce buffers) before the receive sees
-	 * them.  After a failure they wait for the teardown (job_end).
+	 * After a failure the registrations may still be valid: they, and
+	 * so the receive, wait for the job's end (after the teardown).
 	 */
-	if (!res)
-		zcx_ib_reg_unmap(tx->conn, &tx->reg);
-	zcx_op_pulled(tx->op, res ? res : tx->status, tx->len, tx->tag);
+	if (res)
+		return;
+	/* Unmapped first: that syncs the pages for the CPU (bounce buffers). */
+	zcx_ib_reg_unmap(tx->conn, &tx->reg);
+	zcx_op_pulled(tx->op, tx->status, tx->len, tx->tag);
 	tx->op = NULL;
 }
 

@@ -66,7 +66,7 @@
 #define ZCX_IB_UNRECEIVED_MAX	(2 * ZCX_IB_RX_DEPTH)
 /*
  * Bytes of RTS messages an accepted connection keeps copied out of their
- * buffers until zcx.ko consumed them, at most: some 3,600 requests of a
+ * buffers until their pull is done, at most: some 3,600 requests of a
  * segment each, about 1 MiB with what zcx.ko keeps for each.  More keep
  * their buffers (xfer.c).
  */
