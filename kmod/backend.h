@@ -38,6 +38,13 @@
  * bounds), moves the bytes from or to its pages and lets go of it with
  * zcx_rma_target_done().
  *
+ * Memory: what a backend allocates for a local endpoint outside its
+ * owner's system calls (an accepted connection's receive buffers, copies
+ * of messages, serving a PUT or GET) it allocates with __GFP_ACCOUNT
+ * under set_active_memcg(zcx_ep_memcg(ep)): the owner's memory cgroup
+ * pays, as it does for what zcx_ep_deliver() and zcx_ep_rma_target()
+ * allocate, not the node.
+ *
  * Context: ops->connect() and zcx_ep_accept() may sleep; ops->send(),
  * ops->rma(), ops->pull(), ops->release_rx(), zcx_ep_deliver() and
  * zcx_ep_rma_target() are called, and may
@@ -77,6 +84,7 @@ void zcx_backend_dev_add(struct zcx_backend_dev *dev);
 void zcx_backend_dev_del(struct zcx_backend_dev *dev);
 void zcx_backend_dev_rename(struct zcx_backend_dev *dev, const char *name);
 
+struct mem_cgroup;
 struct zcx_conn;
 struct zcx_ep;
 struct zcx_op;
@@ -160,6 +168,7 @@ struct zcx_accepted {
 };
 
 struct zcx_ep *zcx_ep_accept(u64 id, u64 key, struct zcx_accepted *acc);
+struct mem_cgroup *zcx_ep_memcg(const struct zcx_ep *ep);
 void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc);
 int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx);
 

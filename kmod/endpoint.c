@@ -66,6 +66,7 @@ static void zcx_ep_release(struct kref *ref)
 	xa_destroy(&ep->conns);
 	/* Pages still mapped somewhere keep their own references. */
 	vfree(ep->ring);
+	mem_cgroup_put(ep->memcg);
 	kfree_rcu(ep, rcu);
 }
 
@@ -178,6 +179,7 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	ep->ctx = ctx;
 	ep->flags = arg->flags;
 	ep->owner = current_euid();
+	ep->memcg = get_mem_cgroup_from_mm(current->mm);
 	ep->key = get_random_u64();
 	ep->sq_entries = roundup_pow_of_two(max(depth, 2U));
 	ep->cq_entries = 2 * ep->sq_entries;
@@ -472,6 +474,13 @@ struct zcx_ep *zcx_ep_accept(u64 id, u64 key, struct zcx_accepted *acc)
 	return ep;
 }
 EXPORT_SYMBOL_GPL(zcx_ep_accept);
+
+/* What a backend allocates for @ep is charged to this (backend.h). */
+struct mem_cgroup *zcx_ep_memcg(const struct zcx_ep *ep)
+{
+	return ep->memcg;
+}
+EXPORT_SYMBOL_GPL(zcx_ep_memcg);
 
 /* The connection zcx_ep_accept() let in is gone. */
 void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc)

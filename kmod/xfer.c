@@ -383,20 +383,12 @@ static void zcx_op_send_remote(struct zcx_op *op, struct zcx_conn *conn, u64 han
 	conn->ops->send(conn, op);
 }
 
-/*
- * A message a backend received for @ep: @len bytes at @data, in its
- * buffer @rx, which the message holds until it is consumed (and the
- * backend gets it back through release_rx); or, with @data NULL, a
- * rendezvous message of @len bytes, which the backend pulls when it is
- * matched.  It goes to the first matching posted receive, or waits with
- * the unexpected ones.  0, or -ECONNRESET if @ep is gone or -ENOMEM (the
- * backend keeps @rx).
- */
-int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx)
+/* zcx_ep_deliver(), in @ep's memory cgroup. */
+static int zcx_ep_deliver_msg(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx)
 {
 	struct zcx_op *msg, *recv;
 
-	msg = kzalloc(sizeof(*msg), GFP_KERNEL);
+	msg = kzalloc(sizeof(*msg), GFP_KERNEL_ACCOUNT);
 	if (!msg)
 		return -ENOMEM;
 	msg->len = len;
@@ -419,6 +411,26 @@ int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx)
 	/* A posted receive is pinned: its pages take the copy from here. */
 	zcx_deliver(recv, msg, true);
 	return 0;
+}
+
+/*
+ * A message a backend received for @ep: @len bytes at @data, in its
+ * buffer @rx, which the message holds until it is consumed (and the
+ * backend gets it back through release_rx); or, with @data NULL, a
+ * rendezvous message of @len bytes, which the backend pulls when it is
+ * matched.  It goes to the first matching posted receive, or waits with
+ * the unexpected ones.  0, or -ECONNRESET if @ep is gone or -ENOMEM (the
+ * backend keeps @rx).  What it allocates, and a pull into a receive it
+ * matches, are charged to @ep's memory cgroup.
+ */
+int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx)
+{
+	/* From a backend's completion handler: the receiver pays. */
+	struct mem_cgroup *old_memcg = set_active_memcg(ep->memcg);
+	int ret = zcx_ep_deliver_msg(ep, tag, data, len, rx);
+
+	set_active_memcg(old_memcg);
+	return ret;
 }
 EXPORT_SYMBOL_GPL(zcx_ep_deliver);
 
@@ -824,44 +836,22 @@ static int zcx_rma_target_pin(struct zcx_rma_target *t, u64 len)
 {
 	unsigned long start = t->span.addr & PAGE_MASK;
 	unsigned long n = (PAGE_ALIGN(t->span.addr + len) - start) >> PAGE_SHIFT;
-	struct mm_struct *mm = t->span.mm;
-	struct mem_cgroup *memcg, *old_memcg;
 	int ret;
 
 	ret = zcx_pin_charge(t->ctx, n);
 	if (ret)
 		return ret;
 	t->charged = n;
-	/* A backend's worker asks: the owner pays for the page array. */
-	memcg = get_mem_cgroup_from_mm(mm);
-	old_memcg = set_active_memcg(memcg);
 	t->pages = kvmalloc_array(n, sizeof(*t->pages), GFP_KERNEL_ACCOUNT);
-	set_active_memcg(old_memcg);
-	mem_cgroup_put(memcg);
 	if (!t->pages)
 		return -ENOMEM;
-	return zcx_pin_remote(mm, start, n, t->span.write, t->pages, &t->npages);
+	return zcx_pin_remote(t->span.mm, start, n, t->span.write, t->pages, &t->npages);
 }
 
-/**
- * zcx_ep_rma_target - hold a range of exposed memory for another node.
- * @ep:		the endpoint the request came to ...
- * @rkey:	... naming the range its context exposed with this key;
- * @addr:	the start, in that range ...
- * @len:	... and the bytes;
- * @put:	for a PUT into it, else for a GET from it.
- *
- * Checks the key, the rights and the bounds as a PUT or GET on the node
- * does.  Returns the range, for zcx_rma_target_pages() until
- * zcx_rma_target_done(), or ERR_PTR(-EACCES, -ERANGE, -ECONNRESET if
- * @ep is gone, -EAGAIN or -EINTR as zcx_pin_remote(), -EFAULT, -ENOMEM,
- * also when pinning a remapped range would take the owner past its
- * RLIMIT_MEMLOCK).
- */
-struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, u64 len,
-					 bool put)
+static struct zcx_rma_target *zcx_rma_target_hold(struct zcx_ep *ep, u64 rkey, u64 addr,
+						 u64 len, bool put)
 {
-	struct zcx_rma_target *t = kzalloc(sizeof(*t), GFP_KERNEL);
+	struct zcx_rma_target *t = kzalloc(sizeof(*t), GFP_KERNEL_ACCOUNT);
 	int ret;
 
 	if (!t)
@@ -878,6 +868,32 @@ struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, 
 		zcx_rma_target_done(t);
 		return ERR_PTR(ret);
 	}
+	return t;
+}
+
+/**
+ * zcx_ep_rma_target - hold a range of exposed memory for another node.
+ * @ep:		the endpoint the request came to ...
+ * @rkey:	... naming the range its context exposed with this key;
+ * @addr:	the start, in that range ...
+ * @len:	... and the bytes;
+ * @put:	for a PUT into it, else for a GET from it.
+ *
+ * Checks the key, the rights and the bounds as a PUT or GET on the node
+ * does.  Returns the range, for zcx_rma_target_pages() until
+ * zcx_rma_target_done(), or ERR_PTR(-EACCES, -ERANGE, -ECONNRESET if
+ * @ep is gone, -EAGAIN or -EINTR as zcx_pin_remote(), -EFAULT, -ENOMEM,
+ * also when pinning a remapped range would take the owner past its
+ * RLIMIT_MEMLOCK).  What it allocates is charged to @ep's memory cgroup.
+ */
+struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, u64 len,
+					 bool put)
+{
+	/* A backend's worker asks: the owner pays. */
+	struct mem_cgroup *old_memcg = set_active_memcg(ep->memcg);
+	struct zcx_rma_target *t = zcx_rma_target_hold(ep, rkey, addr, len, put);
+
+	set_active_memcg(old_memcg);
 	return t;
 }
 EXPORT_SYMBOL_GPL(zcx_ep_rma_target);

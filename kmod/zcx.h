@@ -291,6 +291,10 @@ struct zcx_barrier;
  * @id:		number in the node-wide table (the address's id).
  * @key:	the address's secret.
  * @owner:	euid of the creator.
+ * @memcg:	the creator's memory cgroup (a reference): what is allocated
+ *		for the endpoint outside its owner's system calls (messages
+ *		received from another node, their buffers, a PUT or GET
+ *		served) is charged to it, not to the node.
  * @flags:	ZCX_EP_*.
  * @ring:	the mapped memory (vmalloc_user), @ring_size bytes: @hdr,
  *		then @sqes, then @cqes.
@@ -326,6 +330,7 @@ struct zcx_ep {
 	u32 id;
 	u64 key;
 	kuid_t owner;
+	struct mem_cgroup *memcg;
 	u32 flags;
 	void *ring;
 	size_t ring_size;

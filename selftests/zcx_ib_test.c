@@ -21,8 +21,10 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <stdarg.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include "kselftest_harness.h"
 #include "zcx_creds.h"
@@ -493,20 +495,6 @@ static int kept_recv(struct xside *s, void *arg)
 	return kept_released(s, &before) ? 0 : 1;
 }
 
-/* Write @val to the parameter file @path: 0 or -errno. */
-static int write_param(const char *path, const char *val)
-{
-	FILE *f = fopen(path, "w");
-	int ret;
-
-	if (!f)
-		return -errno;
-	ret = fputs(val, f) < 0 ? -EIO : 0;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	return ret;
-}
-
 TEST_F_TIMEOUT(net, registrations_kept_until_their_region_goes, 300)
 {
 	struct kept_case kc = {
@@ -522,9 +510,9 @@ TEST_F_TIMEOUT(net, reg_cache_0_keeps_no_registration, 300)
 {
 	struct kept_case kc = { .cached = false };
 
-	ASSERT_EQ(0, write_param(BACKEND_PARAM("reg_cache"), "0"));
+	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("reg_cache"), "0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, kept_send, kept_recv, &kc));
-	ASSERT_EQ(0, write_param(BACKEND_PARAM("reg_cache"), "1"));
+	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("reg_cache"), "1"));
 }
 
 /*
@@ -603,7 +591,7 @@ static int net_keepalive_start(struct xside *s, void *arg)
 		return 1;
 	before = rxe_sent_packets();
 	now = before;
-	if (before < 0 || write_param(KEEPALIVE_MS, "50"))
+	if (before < 0 || zcx_test_write_file(KEEPALIVE_MS, "50"))
 		return 1;
 	for (ms = 0; ms < 20000 * zcx_test_slowdown() && now < before + KEEPALIVE_PKTS; ms += 10) {
 		usleep(10000);
@@ -631,7 +619,7 @@ TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
 	if (rxe_sent_packets() < 0)
 		SKIP(return, NO_PACKET_COUNT);
 	EXPECT_EQ(BACKEND_KEEPALIVE_MS, zcx_test_read_number(KEEPALIVE_MS));
-	ASSERT_EQ(0, write_param(KEEPALIVE_MS, "0"));
+	ASSERT_EQ(0, zcx_test_write_file(KEEPALIVE_MS, "0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_start, net_keepalive_echo, NULL));
 	EXPECT_EQ(50, zcx_test_read_number(KEEPALIVE_MS));
 }
@@ -658,7 +646,7 @@ static int net_keepalive_cancel(struct xside *s, void *arg)
 	if (zcx_send(s->ep, s->peer, &v, sizeof(v), 1) ||
 	    zcx_recv(s->ep, &v, sizeof(v), 2, UINT64_MAX, NULL) != sizeof(v))
 		return 1;
-	if (write_param(KEEPALIVE_MS, armed) || write_param(KEEPALIVE_MS, "0"))
+	if (zcx_test_write_file(KEEPALIVE_MS, armed) || zcx_test_write_file(KEEPALIVE_MS, "0"))
 		return 1;
 	usleep(KEEPALIVE_SETTLE_MS * 1000);
 	before = rxe_sent_packets();
@@ -674,7 +662,7 @@ TEST_F_TIMEOUT(net, keepalive_ms_0_cancels_armed_checks, 300)
 {
 	if (rxe_sent_packets() < 0)
 		SKIP(return, NO_PACKET_COUNT);
-	ASSERT_EQ(0, write_param(KEEPALIVE_MS, "0"));
+	ASSERT_EQ(0, zcx_test_write_file(KEEPALIVE_MS, "0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_keepalive_cancel, net_keepalive_echo, NULL));
 	EXPECT_EQ(0, zcx_test_read_number(KEEPALIVE_MS));
 }
@@ -782,14 +770,22 @@ static size_t rts_start(int i)
 	return (size_t)i * 13 % RTS_SPAN;
 }
 
+/* What the receiver says once it is ready for the flood. */
+#define RTS_READY	0x52545352ULL	/* "RSTR" */
+/* The tag of a short message sent after the flood. */
+#define RTS_MARKER	10
+
+/*
+ * Sender: once the receiver is ready, *@arg rendezvous messages of
+ * RTS_LEN bytes (tag 9), then a one-byte marker; all wait until taken.
+ */
 static int net_rts_flood(struct xside *s, void *arg)
 {
-	int i, n = RTS_MANY, ret = 0, err;
-	struct zcx_req *reqs = calloc(n, sizeof(*reqs));
+	int i, n = *(const int *)arg, ret = 0, err;
+	struct zcx_req *reqs = calloc(n + 1, sizeof(*reqs));
 	unsigned char *buf = malloc(RTS_SPAN + RTS_LEN);
 
-	(void)arg;
-	if (!reqs || !buf) {
+	if (!reqs || !buf || xexpect_u64(s, RTS_READY)) {
 		ret = 1;
 		goto out;
 	}
@@ -797,9 +793,10 @@ static int net_rts_flood(struct xside *s, void *arg)
 	for (i = 0; i < n && !ret; i++)
 		if (zcx_isend(s->ep, s->peer, buf + rts_start(i), RTS_LEN, 9, &reqs[i]))
 			ret = 1;
-	if (zcx_ep_flush(s->ep) || xsend_u64(s, 1))
+	if (ret || zcx_isend(s->ep, s->peer, buf, 1, RTS_MARKER, &reqs[n]) ||
+	    zcx_ep_flush(s->ep) || xsend_u64(s, 1))
 		ret = 1;
-	for (i = 0; i < n && !ret; i++) {
+	for (i = 0; i <= n && !ret; i++) {
 		err = xwait_bounded(s->ep, &reqs[i], 120000);
 		if (err) {
 			fprintf(stderr, "# send %d: %s\n", i, zcx_strerror(err));
@@ -812,16 +809,14 @@ out:
 	return ret;
 }
 
-static int net_rts_drain(struct xside *s, void *arg)
+/* Receive the @n messages of net_rts_flood() in order, every byte checked: 0 or 1. */
+static int rts_drain(struct xside *s, int n)
 {
 	unsigned char buf[RTS_LEN];
-	int i, n = RTS_MANY;
 	long long bad;
 	ssize_t got;
+	int i;
 
-	(void)arg;
-	if (xexpect_u64(s, 1))
-		return 1;
 	for (i = 0; i < n; i++) {
 		got = zcx_recv(s->ep, buf, sizeof(buf), 9, UINT64_MAX, NULL);
 		bad = got == RTS_LEN ? xpat_check_at(buf, RTS_LEN, 77, rts_start(i)) : 0;
@@ -833,10 +828,141 @@ static int net_rts_drain(struct xside *s, void *arg)
 	return 0;
 }
 
+/* The marker that follows them: 0 or 1. */
+static int rts_marker(struct xside *s)
+{
+	unsigned char byte;
+	ssize_t got = zcx_recv(s->ep, &byte, 1, RTS_MARKER, UINT64_MAX, NULL);
+
+	if (got == 1 && xpat_check(&byte, 1, 77) < 0)
+		return 0;
+	fprintf(stderr, "# the marker: %zd bytes (%s)\n", got, got < 0 ? zcx_strerror(got) : "");
+	return 1;
+}
+
+/* Receiver: the whole flood of *@arg messages sent before it takes any. */
+static int net_rts_drain(struct xside *s, void *arg)
+{
+	if (xsend_u64(s, RTS_READY) || xexpect_u64(s, 1))
+		return 1;
+	return rts_drain(s, *(const int *)arg) || rts_marker(s);
+}
+
 TEST_F_TIMEOUT(net, unreceived_rendezvous_messages_lose_nothing, 600)
 {
+	int n = RTS_MANY;
+
 	/* Rings deep enough for every send to be in flight at once. */
-	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 2 * RTS_MANY, net_rts_flood, net_rts_drain, NULL));
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 2 * (n + 1), net_rts_flood, net_rts_drain, &n));
+}
+
+/*
+ * What a node allocates for messages its receiver has not taken yet (the
+ * descriptors, the copies of rendezvous requests) is charged to the
+ * receiver's memory cgroup, as a socket's buffers are, not to no one; and
+ * it is given back as the messages are received.  The receiver joins a
+ * cgroup of its own before it creates its endpoint; the sender stays out.
+ */
+#define CHARGED_MANY	3000	/* under the cap: every request is copied */
+#define CHARGED_MIN	128	/* bytes charged per message held, at least */
+
+/* A cgroup v2 hierarchy mounted for the test, and the receiver's cgroup in it. */
+struct memcg_dir {
+	char mnt[64];
+	char dir[128];
+};
+
+static int memcg_dir_remove(struct memcg_dir *m)
+{
+	int ret = rmdir(m->dir) ? -errno : 0;
+
+	umount2(m->mnt, MNT_DETACH);
+	rmdir(m->mnt);
+	return ret;
+}
+
+/* Mount cgroup2 and make a child with the memory controller: 0 or -errno. */
+static int memcg_dir_make(struct memcg_dir *m)
+{
+	char path[96];
+	int ret;
+
+	snprintf(m->mnt, sizeof(m->mnt), "/tmp/zcx-cgroup-XXXXXX");
+	if (!mkdtemp(m->mnt))
+		return -errno;
+	snprintf(m->dir, sizeof(m->dir), "%s/zcx-receiver", m->mnt);
+	if (mount("cgroup2", m->mnt, "cgroup2", 0, NULL)) {
+		ret = -errno;
+		rmdir(m->mnt);
+		return ret;
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.subtree_control", m->mnt);
+	ret = zcx_test_write_file(path, "+memory");
+	if (!ret && mkdir(m->dir, 0755))
+		ret = -errno;
+	if (ret)
+		memcg_dir_remove(m);
+	return ret;
+}
+
+/* The slab memory charged to the cgroup @dir, in bytes; -1 if unknown. */
+static long long memcg_slab(const char *dir)
+{
+	long long value, found = -1;
+	char path[160], name[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/memory.stat", dir);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (found < 0 && fscanf(f, "%63s %lld", name, &value) == 2)
+		if (!strcmp(name, "slab_unreclaimable"))
+			found = value;
+	fclose(f);
+	return found;
+}
+
+/* Receiver, in xchild_cgroup: what the flood costs it, then what is left. */
+static int net_charged_drain(struct xside *s, void *arg)
+{
+	int n = *(const int *)arg;
+	long long before, held, after;
+
+	before = memcg_slab(xchild_cgroup);
+	if (before < 0 || xsend_u64(s, RTS_READY) || xexpect_u64(s, 1))
+		return 1;
+	/* In order after every request: once it is here, they all are. */
+	if (rts_marker(s))
+		return 1;
+	held = memcg_slab(xchild_cgroup);
+	if (rts_drain(s, n))
+		return 1;
+	after = memcg_slab(xchild_cgroup);
+	fprintf(stderr, "# receiver's slab: %lld bytes, %lld with %d messages unreceived, %lld once received\n",
+		before, held, n, after);
+	if (held - before < (long long)n * CHARGED_MIN) {
+		fprintf(stderr, "# the unreceived messages were not charged to the receiver\n");
+		return 1;
+	}
+	if (after - before > (held - before) / 2) {
+		fprintf(stderr, "# received messages are still charged\n");
+		return 1;
+	}
+	return 0;
+}
+
+TEST_F_TIMEOUT(net, unreceived_messages_are_charged_to_the_receiver, 300)
+{
+	struct memcg_dir m;
+	int n = CHARGED_MANY, ret;
+
+	ret = memcg_dir_make(&m);
+	if (ret)
+		SKIP(return, "no memory cgroup for the receiver: %s", strerror(-ret));
+	xchild_cgroup = m.dir;
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 2 * (n + 1), net_rts_flood, net_charged_drain, &n));
+	EXPECT_EQ(0, memcg_dir_remove(&m));
 }
 
 TEST_F_TIMEOUT(net, refused_and_rejected, 300)

@@ -111,6 +111,20 @@ static inline long long zcx_test_read_number(const char *path)
 	return value;
 }
 
+/* Write @text to the (sysfs, cgroup) file @path: 0 or -errno. */
+static inline int zcx_test_write_file(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = fputs(text, f) < 0 ? -EIO : 0;
+	if (fclose(f) && !ret)
+		ret = -errno;
+	return ret;
+}
+
 /*
  * Every open file of /dev/zcx holds one reference on the module, so the
  * module's reference count is the number of live contexts (when no other

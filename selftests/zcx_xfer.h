@@ -218,6 +218,11 @@ struct xside {
 
 /* ZCX_CONNECT_* for the pairs set up from here (the RDMA tests: _NET). */
 static unsigned int xconnect_flags;
+/*
+ * A cgroup (v2) directory that xfer_fork()'s child joins before it opens
+ * its handle, or NULL: its endpoint is then charged there.
+ */
+static const char *xchild_cgroup;
 
 /* Tell the other side a number / wait for one from it: 0 or -1. */
 static inline int xsend_u64(struct xside *s, uint64_t v)
@@ -315,6 +320,16 @@ static inline void xdie_with_parent(pid_t parent)
 
 typedef int (*xchild_fn)(struct xside *s, void *arg);
 
+/* Move the calling process into the cgroup @dir: 0 or -errno. */
+static inline int xjoin_cgroup(const char *dir)
+{
+	char path[256], pid[16];
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	return zcx_test_write_file(path, pid);
+}
+
 /*
  * Fork a child that runs @fn(its side, @arg) and exits with what @fn
  * returned; set up the calling process's side in @parent.  Both sides open
@@ -346,7 +361,9 @@ static inline pid_t xfer_fork(struct xside *parent, unsigned int flags, unsigned
 		xdie_with_parent(me);
 		close(p2c[1]);
 		close(c2p[0]);
-		ret = xside_init(&s, flags, depth);
+		ret = xchild_cgroup ? xjoin_cgroup(xchild_cgroup) : 0;
+		if (!ret)
+			ret = xside_init(&s, flags, depth);
 		if (ret) {
 			fprintf(stderr, "# child %d: setting up its endpoint: %s\n", getpid(),
 				zcx_strerror(ret));

@@ -21,6 +21,7 @@
 #include <linux/in.h>
 #include <linux/in6.h>
 #include <linux/module.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/socket.h>
 
@@ -403,6 +404,7 @@ static int zcx_ib_route_resolved(struct zcx_ib_conn *conn, struct rdma_cm_id *id
 static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 {
 	struct rdma_conn_param param;
+	struct mem_cgroup *old_memcg;
 	struct zcx_ib_hello hello;
 	bool accepting = false;
 	struct zcx_ib_conn *conn;
@@ -434,7 +436,10 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	ret = -ECONNREFUSED;
 	if (ep) {
 		conn->ep = ep;
+		/* Its receive buffers are the endpoint's owner's. */
+		old_memcg = set_active_memcg(zcx_ep_memcg(ep));
 		ret = zcx_ib_qp_create(conn, id);
+		set_active_memcg(old_memcg);
 		if (!ret) {
 			zcx_ib_conn_param(&param, id->device, &ev->param.conn);
 			accepting = true;

@@ -38,6 +38,7 @@
  * pair) ends those the device never completed.
  */
 #include <linux/highmem.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 
 #include "zcx_ib.h"
@@ -53,13 +54,14 @@ static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_M
 
 /* --- receive buffers ------------------------------------------------------ */
 
+/* An accepted connection's are charged to its endpoint's owner (conn.c). */
 static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 {
-	struct zcx_ib_rx *rx = kmalloc(sizeof(*rx), GFP_KERNEL);
+	struct zcx_ib_rx *rx = kmalloc(sizeof(*rx), GFP_KERNEL_ACCOUNT);
 
 	if (!rx)
 		return NULL;
-	rx->buf = kmalloc(conn->rx_size, GFP_KERNEL);
+	rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
 	if (!rx->buf) {
 		kfree(rx);
 		return NULL;
@@ -153,17 +155,21 @@ static void zcx_ib_rx_received(struct zcx_ib_rx *rx)
 
 /*
  * A copy of the @len-byte message in @rx, whose buffer is posted again at
- * once; or @rx itself if no memory can be had for the copy.
+ * once; or @rx itself if no memory can be had for the copy.  The
+ * receiver pays for it.
  */
 static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, u32 len)
 {
 	/* Not worth reclaiming for, in the completion handler: @rx will do. */
-	gfp_t gfp = GFP_KERNEL | __GFP_NORETRY | __GFP_NOWARN;
+	gfp_t gfp = GFP_KERNEL_ACCOUNT | __GFP_NORETRY | __GFP_NOWARN;
+	struct mem_cgroup *old_memcg = set_active_memcg(zcx_ep_memcg(conn->ep));
 	struct zcx_ib_rx *copy = kzalloc(sizeof(*copy), gfp);
 
+	if (copy)
+		copy->buf = kmemdup(rx->buf, len, gfp);
+	set_active_memcg(old_memcg);
 	if (!copy)
 		return rx;
-	copy->buf = kmemdup(rx->buf, len, gfp);
 	if (!copy->buf) {
 		kfree(copy);
 		return rx;
@@ -1803,6 +1809,7 @@ static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 static void zcx_ib_serve_work(struct work_struct *work)
 {
 	struct zcx_ib_conn *conn = container_of(work, struct zcx_ib_conn, serve);
+	struct mem_cgroup *old_memcg;
 	struct zcx_ib_rx *rx;
 
 	for (;;) {
@@ -1813,7 +1820,10 @@ static void zcx_ib_serve_work(struct work_struct *work)
 		spin_unlock(&conn->lock);
 		if (!rx)
 			break;
+		/* The target's owner pays for serving it. */
+		old_memcg = set_active_memcg(zcx_ep_memcg(conn->ep));
 		zcx_ib_serve(conn, rx);
+		set_active_memcg(old_memcg);
 	}
 	/* The reference of being queued. */
 	zcx_ib_conn_put(conn);
