@@ -1013,6 +1013,49 @@ TEST_F_TIMEOUT(net, refused_and_rejected, 300)
 	zcx_close(zcx);
 }
 
+#define MAX_ACCEPTED	BACKEND_PARAM("max_accepted")
+
+/*
+ * max_accepted bounds the connections the node accepts: with it lowered
+ * to what is up, the next is refused; raised, it is let in.  (Relative to
+ * what is up, which connections of earlier tests going may still count.)
+ */
+TEST_F_TIMEOUT(net, max_accepted_bounds_the_connections_accepted, 300)
+{
+	struct zcx_addr a1, a2, bad;
+	struct zcx_ep *ep, *to1, *to2;
+	char got[8];
+	long long saved = zcx_test_read_number(MAX_ACCEPTED);
+	uint32_t p1, p2;
+	struct zcx *zcx;
+
+	ASSERT_EQ(1024, saved);
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &ep));
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_NET, 0, &to1));
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_NET, 0, &to2));
+	zcx_ep_addr(to1, &a1);
+	zcx_ep_addr(to2, &a2);
+	ASSERT_EQ(0, zcx_ep_connect_flags(ep, &a1, ZCX_CONNECT_NET, &p1));
+	EXPECT_EQ(0, zcx_test_write_file(MAX_ACCEPTED, "1"));
+	EXPECT_EQ(-ECONNREFUSED, zcx_ep_connect_flags(ep, &a2, ZCX_CONNECT_NET, &p2));
+	/* A wrong key is refused as ever. */
+	bad = a2;
+	bad.key ^= 1;
+	EXPECT_EQ(-ECONNREFUSED, zcx_ep_connect_flags(ep, &bad, ZCX_CONNECT_NET, &p2));
+	/* The connection up still works. */
+	EXPECT_EQ(0, zcx_send(ep, p1, "x", 1, 5));
+	EXPECT_EQ(1, zcx_recv(to1, got, sizeof(got), 5, UINT64_MAX, NULL));
+	EXPECT_EQ(0, zcx_test_write_file(MAX_ACCEPTED, "1024"));
+	EXPECT_EQ(0, zcx_ep_connect_flags(ep, &a2, ZCX_CONNECT_NET, &p2));
+	EXPECT_EQ(0, zcx_send(ep, p2, "y", 1, 6));
+	EXPECT_EQ(1, zcx_recv(to2, got, sizeof(got), 6, UINT64_MAX, NULL));
+	zcx_ep_destroy(to2);
+	zcx_ep_destroy(to1);
+	zcx_ep_destroy(ep);
+	zcx_close(zcx);
+}
+
 /* The receiver goes: the sender's connection fails, nothing hangs. */
 static int net_send_until_error(struct xside *s, void *arg)
 {

@@ -27,7 +27,7 @@
 
 #include "zcx_ib.h"
 
-/* Connections accepted on the node: what the buffers may cost is bounded. */
+/* Connections accepted on the node, at most max_accepted (main.c). */
 static atomic_t zcx_ib_accepted = ATOMIC_INIT(0);
 
 static struct workqueue_struct *zcx_ib_wq;
@@ -86,7 +86,7 @@ static void zcx_ib_conn_free(struct kref *ref)
 {
 	struct zcx_ib_conn *conn = container_of(ref, struct zcx_ib_conn, ref);
 
-	if (conn->passive)
+	if (conn->counted)
 		atomic_dec(&zcx_ib_accepted);
 	kfree(conn);
 	module_put(THIS_MODULE);
@@ -406,7 +406,7 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	struct rdma_conn_param param;
 	struct mem_cgroup *old_memcg;
 	struct zcx_ib_hello hello;
-	bool accepting = false;
+	bool accepting = false, full = false;
 	struct zcx_ib_conn *conn;
 	struct zcx_ep *ep;
 	int ret;
@@ -417,15 +417,9 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	memcpy(&hello, ev->param.conn.private_data, sizeof(hello));
 	if (le32_to_cpu(hello.magic) != ZCX_IB_MAGIC || le16_to_cpu(hello.version) != ZCX_IB_VERSION)
 		goto reject;
-	if (atomic_inc_return(&zcx_ib_accepted) > ZCX_IB_MAX_ACCEPTED) {
-		atomic_dec(&zcx_ib_accepted);
-		goto reject;
-	}
 	conn = zcx_ib_conn_alloc(true);
-	if (!conn) {
-		atomic_dec(&zcx_ib_accepted);
+	if (!conn)
 		goto reject;
-	}
 	conn->cm_id = id;
 	id->context = conn;
 	conn->acc.gone = zcx_ib_ep_gone;
@@ -436,6 +430,12 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	ret = -ECONNREFUSED;
 	if (ep) {
 		conn->ep = ep;
+		/* Counted once let in: requests with a wrong key take no slot. */
+		conn->counted = true;
+		full = (unsigned int)atomic_inc_return(&zcx_ib_accepted) >
+		       READ_ONCE(zcx_ib_max_accepted);
+	}
+	if (ep && !full) {
 		/* Its receive buffers are the endpoint's owner's. */
 		old_memcg = set_active_memcg(zcx_ep_memcg(ep));
 		ret = zcx_ib_qp_create(conn, id);

@@ -54,6 +54,14 @@ bool zcx_ib_reg_cache = true;
 module_param_named(reg_cache, zcx_ib_reg_cache, bool, 0644);
 MODULE_PARM_DESC(reg_cache, "Keep the registrations of cached regions for later messages (default 1; 0: register each message, for registrations made from then on)");
 
+/*
+ * Each costs 128 KiB of receive buffers (charged to the accepting
+ * endpoint's memory cgroup) and a queue pair of the device.
+ */
+unsigned int zcx_ib_max_accepted = 1024;
+module_param_named(max_accepted, zcx_ib_max_accepted, uint, 0644);
+MODULE_PARM_DESC(max_accepted, "Connections from other nodes accepted at once, at most (default 1024; lowered, refuses new ones until fewer)");
+
 static_assert(IB_DEVICE_NAME_MAX <= ZCX_BACKEND_NAME_MAX);
 
 struct zcx_ib_dev {

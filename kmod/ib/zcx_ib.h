@@ -88,7 +88,6 @@
  */
 #define ZCX_IB_REPLY_DEPTH	(ZCX_IB_FIN_MAX + ZCX_IB_RX_DEPTH)
 #define ZCX_IB_REPLY_SIZE	64
-#define ZCX_IB_MAX_ACCEPTED	1024	/* accepted connections on the node */
 #define ZCX_IB_SQ_DEPTH		1024	/* work requests on a send queue, at most */
 #define ZCX_IB_MR_PAGES		512	/* pages one fast registration maps, at most */
 #define ZCX_IB_MAX_SEGS		128	/* registrations of one rendezvous message */
@@ -399,6 +398,8 @@ struct zcx_ib_tx {
  * @teardown:	zcx_ib_conn_kill() from zcx_ib_wq.
  * @list:	on zcx_ib_conns.
  * @base_ref:	passive: the reference of being connected is still held.
+ * @counted:	passive: one of the node's zcx_ib_max_accepted, taken once
+ *		its endpoint let it in (the key was right).
  */
 struct zcx_ib_conn {
 	struct kref ref;
@@ -453,11 +454,13 @@ struct zcx_ib_conn {
 	struct work_struct teardown;
 	struct list_head list;
 	bool base_ref;
+	bool counted;
 };
 
 /* main.c */
 extern unsigned int zcx_ib_keepalive_ms;
 extern bool zcx_ib_reg_cache;
+extern unsigned int zcx_ib_max_accepted;
 
 /* conn.c */
 extern const struct zcx_backend_ops zcx_ib_ops;
