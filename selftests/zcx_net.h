@@ -158,8 +158,9 @@ static inline bool rdma_port_active(int tries)
 }
 
 #define BACKEND_PARAM(name)	"/sys/module/zcx_ib/parameters/" name
-/* zcx_ib's keepalive_ms when loaded (zcx_ib_test sets others). */
+/* zcx_ib's keepalive_ms and max_accepted when loaded (zcx_ib_test sets others). */
 #define BACKEND_KEEPALIVE_MS	10000
+#define BACKEND_MAX_ACCEPTED	1024
 
 /* zcx_ib's reg_cache: 1 (Y), 0 (N), or -1 if unreadable. */
 static inline int backend_reg_cache(void)
@@ -206,6 +207,7 @@ static inline bool zcx_net_reusable(void)
 	return netdev_exists(VETH) && rdma_device_exists(RXE) && rdma_port_active(1) &&
 	       backend_listens_for_tests() &&
 	       zcx_test_read_number(BACKEND_PARAM("keepalive_ms")) == BACKEND_KEEPALIVE_MS &&
+	       zcx_test_read_number(BACKEND_PARAM("max_accepted")) == BACKEND_MAX_ACCEPTED &&
 	       backend_reg_cache() == 1;
 }
 

@@ -48,7 +48,7 @@ FIXTURE_VARIANT_ADD(xfer, poll) {
 
 /*
  * Between "nodes": through zcx_ib.ko's RDMA queue pairs on Soft-RoCE
- * (zcx_net.h), inline SENDs up to 4080 bytes and RDMA READ rendezvous above.
+ * (zcx_net.h), inline SENDs up to 4096 bytes and RDMA READ rendezvous above.
  */
 FIXTURE_VARIANT_ADD(xfer, net) {
 	.ep_flags = ZCX_EP_NET,
@@ -446,7 +446,7 @@ TEST_F_TIMEOUT(xfer, unexpected_flood_holds_up_no_later_message, 120)
 	 * message: zcx_ib.h's.
 	 */
 	const unsigned int net_buffers = 32, net_held = 24, net_fins = 128, net_sq = 1024;
-	const size_t net_inline = 4080;
+	const size_t net_inline = 4096;
 	struct zcx_query q;
 	struct zcx *zcx;
 	struct flood f;

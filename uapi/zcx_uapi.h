@@ -575,9 +575,9 @@ struct zcx_ep_destroy {
  * mean nothing across nodes).  More errors: ENETUNREACH (no backend
  * loaded), EHOSTUNREACH (no route to the address), ETIMEDOUT, EINTR (a
  * fatal signal came first).  Over the network, sends of any size work
- * (inline up to a page less 16 bytes, 4080 on x86-64; above that the
- * receiver reads the sender's pinned pages with RDMA READ), up to what
- * 128 fast registrations map (else EMSGSIZE).  Put and get too: a short
+ * (inline up to 4 KiB; above that the receiver reads the sender's pinned
+ * pages with RDMA READ), up to what 128 fast registrations map (else
+ * EMSGSIZE).  Put and get too: a short
  * put carries its bytes, else the peer's node RDMA READs the put from, or
  * RDMA WRITEs the get into, the caller's pinned pages, after checking key,
  * rights and bounds there (up to 256 MiB, and what 128 registrations of

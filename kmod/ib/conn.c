@@ -431,9 +431,12 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	if (ep) {
 		conn->ep = ep;
 		/* Counted once let in: requests with a wrong key take no slot. */
-		conn->counted = true;
 		full = (unsigned int)atomic_inc_return(&zcx_ib_accepted) >
 		       READ_ONCE(zcx_ib_max_accepted);
+		/* Refused, it takes none either, while its teardown waits. */
+		if (full)
+			atomic_dec(&zcx_ib_accepted);
+		conn->counted = !full;
 	}
 	if (ep && !full) {
 		/* Its receive buffers are the endpoint's owner's. */

@@ -54,6 +54,26 @@ static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_M
 
 /* --- receive buffers ------------------------------------------------------ */
 
+/*
+ * An accepted connection's buffers, of ZCX_IB_MSG_SIZE: a size kmalloc()
+ * would round up to 8 KiB.  zcx.ko may copy a message from one to user
+ * memory.
+ */
+static struct kmem_cache *zcx_ib_msg_cache;
+
+int zcx_ib_rx_init(void)
+{
+	zcx_ib_msg_cache = kmem_cache_create_usercopy("zcx_ib_msg", ZCX_IB_MSG_SIZE, 0,
+						      SLAB_HWCACHE_ALIGN, 0, ZCX_IB_MSG_SIZE,
+						      NULL);
+	return zcx_ib_msg_cache ? 0 : -ENOMEM;
+}
+
+void zcx_ib_rx_exit(void)
+{
+	kmem_cache_destroy(zcx_ib_msg_cache);
+}
+
 /* An accepted connection's are charged to its endpoint's owner (conn.c). */
 static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 {
@@ -61,7 +81,10 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 
 	if (!rx)
 		return NULL;
-	rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
+	if (conn->passive)
+		rx->buf = kmem_cache_alloc(zcx_ib_msg_cache, GFP_KERNEL_ACCOUNT);
+	else
+		rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
 	if (!rx->buf) {
 		kfree(rx);
 		return NULL;
@@ -77,7 +100,10 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 /* @rx is not mapped (any more). */
 static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
 {
-	kfree(rx->buf);
+	if (!rx->copy && rx->conn->passive)
+		kmem_cache_free(zcx_ib_msg_cache, rx->buf);
+	else
+		kfree(rx->buf);
 	kfree(rx);
 }
 

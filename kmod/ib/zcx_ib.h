@@ -48,13 +48,13 @@
 #include "backend.h"
 
 /*
- * An accepted connection's receive buffer, and so the longest message,
- * header included: part of the wire, the same on every node whatever its
- * page size.
+ * Bytes one message carries, at most: 4 KiB, so that page-sized messages
+ * go inline; part of the wire, the same on every node whatever its page
+ * size ...
  */
-#define ZCX_IB_MSG_SIZE		4096
-/* Bytes one message carries. */
-#define ZCX_IB_INLINE		(ZCX_IB_MSG_SIZE - sizeof(struct zcx_ib_hdr))
+#define ZCX_IB_INLINE		4096
+/* ... and with the header, an accepted connection's receive buffer. */
+#define ZCX_IB_MSG_SIZE		(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE)
 #define ZCX_IB_RX_DEPTH		32	/* receive buffers of an accepted connection */
 /*
  * Inline messages not received yet on an accepted connection: from
@@ -101,7 +101,7 @@
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
 #define ZCX_IB_ACK_TIMEOUT	20
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		7
+#define ZCX_IB_VERSION		8
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -399,7 +399,7 @@ struct zcx_ib_tx {
  * @list:	on zcx_ib_conns.
  * @base_ref:	passive: the reference of being connected is still held.
  * @counted:	passive: one of the node's zcx_ib_max_accepted, taken once
- *		its endpoint let it in (the key was right).
+ *		its endpoint let it in (the key was right) and not refused.
  */
 struct zcx_ib_conn {
 	struct kref ref;
@@ -469,6 +469,8 @@ void zcx_ib_listen_exit(void);
 void zcx_ib_device_gone(struct ib_device *ibdev);
 int zcx_ib_conn_init(void);
 void zcx_ib_conn_exit(void);
+int zcx_ib_rx_init(void);
+void zcx_ib_rx_exit(void);
 void zcx_ib_conn_put(struct zcx_ib_conn *conn);
 void zcx_ib_conn_schedule_kill(struct zcx_ib_conn *conn);
 bool zcx_ib_queue_work(struct work_struct *work);
