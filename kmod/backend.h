@@ -14,7 +14,9 @@
  * and to send on it; the backend completes the operations it was given
  * with zcx_op_complete().  On the other side, it accepts a connection to
  * a local endpoint with zcx_ep_accept() and hands each message it
- * receives to zcx_ep_deliver(), which matches it like a local one.
+ * receives to zcx_ep_deliver(), which matches it like a local one (and
+ * may copy_to_user() from it: kmalloc()ed memory, or a cache's with a
+ * usercopy region).
  * Endpoints, connections and operations stay opaque to the backend.
  *
  * Rendezvous: a send longer than @max_inline reaches ops->send() with its

@@ -363,6 +363,74 @@ TEST_F_TIMEOUT(net, messages_cross_the_network, 300)
 }
 
 /*
+ * @len patterned bytes from @ep to @peer, received by @to into a buffer
+ * of their size, posted first, within a minute, and checked: 0 or -errno.
+ */
+static int net_pass(struct zcx_ep *ep, uint32_t peer, struct zcx_ep *to, size_t len,
+		    uint64_t tag)
+{
+	unsigned char *out = malloc(len + 1), *in = malloc(len + 1);
+	struct zcx_req req = { 0 };
+	int ret = out && in ? 0 : -ENOMEM;
+
+	if (!ret) {
+		xpat_fill(out, len, tag);
+		ret = zcx_irecv(to, in, len, tag, UINT64_MAX, &req);
+	}
+	/* Posted now: a rendezvous send waits for it. */
+	if (!ret)
+		ret = zcx_ep_flush(to);
+	if (!ret)
+		ret = zcx_send(ep, peer, out, len, tag);
+	if (!ret)
+		ret = xwait_bounded(to, &req, 60000);
+	if (!ret && (req.len != len || xpat_check(in, len, tag) >= 0))
+		ret = -EBADMSG;
+	free(out);
+	free(in);
+	return ret;
+}
+
+/*
+ * A page-sized message goes inline, one SEND (16 bytes of header on top);
+ * a byte more is a rendezvous (RTS, the READ and its answer, FIN): the
+ * device sends at least one packet a message fewer for the first.
+ */
+#define PAGE_MSGS	20
+
+TEST_F_TIMEOUT(net, page_sized_messages_go_inline, 300)
+{
+	long long before = rxe_sent_packets(), inline_pkts, rendezvous_pkts;
+	struct zcx_ep *ep, *to;
+	struct zcx_addr addr;
+	struct zcx *zcx;
+	uint32_t peer;
+	int i;
+
+	if (before < 0)
+		SKIP(return, NO_PACKET_COUNT);
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &ep));
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_NET, 0, &to));
+	zcx_ep_addr(to, &addr);
+	ASSERT_EQ(0, zcx_ep_connect_flags(ep, &addr, ZCX_CONNECT_NET, &peer));
+	before = rxe_sent_packets();
+	for (i = 0; i < PAGE_MSGS; i++)
+		ASSERT_EQ(0, net_pass(ep, peer, to, 4096, i));
+	inline_pkts = rxe_sent_packets() - before;
+	before = rxe_sent_packets();
+	for (i = 0; i < PAGE_MSGS; i++)
+		ASSERT_EQ(0, net_pass(ep, peer, to, 4097, i));
+	rendezvous_pkts = rxe_sent_packets() - before;
+	TH_LOG("packets per message: %.1f of 4096 bytes, %.1f of 4097",
+	       (double)inline_pkts / PAGE_MSGS, (double)rendezvous_pkts / PAGE_MSGS);
+	EXPECT_LE(inline_pkts + PAGE_MSGS, rendezvous_pkts);
+	zcx_ep_destroy(to);
+	zcx_ep_destroy(ep);
+	zcx_close(zcx);
+}
+
+/*
  * Registrations kept (zcx_ib's reg_cache): KEPT_ROUNDS rendezvous
  * messages from one buffer into one buffer make one registration on each
  * side, and each message still carries the bytes the buffer holds when it
@@ -1069,21 +1137,6 @@ TEST_F_TIMEOUT(net, refused_and_rejected, 300)
 
 #define MAX_ACCEPTED	BACKEND_PARAM("max_accepted")
 
-/* One byte from @ep to @peer, received by @to within a minute: 0 or -errno. */
-static int net_one_byte(struct zcx_ep *ep, uint32_t peer, struct zcx_ep *to, uint64_t tag)
-{
-	struct zcx_req req = { 0 };
-	char sent = 'z', got = 0;
-	int ret;
-
-	ret = zcx_irecv(to, &got, 1, tag, UINT64_MAX, &req);
-	if (!ret)
-		ret = zcx_send(ep, peer, &sent, 1, tag);
-	if (!ret)
-		ret = xwait_bounded(to, &req, 60000);
-	return ret ? ret : got == sent ? 0 : -EBADMSG;
-}
-
 /*
  * max_accepted bounds the connections the node accepts at once.  None is
  * up when a test starts (zcx_net_up() waited until nothing held zcx_ib):
@@ -1121,7 +1174,7 @@ TEST_F_TIMEOUT(net, max_accepted_bounds_the_connections_accepted, 300)
 	EXPECT_EQ(0, zcx_test_write_file(MAX_ACCEPTED, limit));
 	EXPECT_EQ(0, zcx_ep_connect_flags(ep, &a[2], ZCX_CONNECT_NET, &peer[2]));
 	for (i = 0; i < 3; i++)
-		EXPECT_EQ(0, net_one_byte(ep, peer[i], to[i], 5 + i));
+		EXPECT_EQ(0, net_pass(ep, peer[i], to[i], 1, 5 + i));
 	for (i = 0; i < 3; i++)
 		zcx_ep_destroy(to[i]);
 	zcx_ep_destroy(ep);

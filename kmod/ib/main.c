@@ -55,7 +55,7 @@ module_param_named(reg_cache, zcx_ib_reg_cache, bool, 0644);
 MODULE_PARM_DESC(reg_cache, "Keep the registrations of cached regions for later messages (default 1; 0: register each message, for registrations made from then on)");
 
 /*
- * Each costs 130 KiB of receive buffers (charged to the accepting
+ * Each costs some 146 KiB of receive buffers (charged to the accepting
  * endpoint's memory cgroup) and a queue pair of the device.
  */
 unsigned int zcx_ib_max_accepted = 1024;

@@ -37,6 +37,7 @@
  * end, so that a teardown (zcx_ib_jobs_fail(), after draining the queue
  * pair) ends those the device never completed.
  */
+#include <linux/dma-mapping.h>
 #include <linux/highmem.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -55,15 +56,16 @@ static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_M
 /* --- receive buffers ------------------------------------------------------ */
 
 /*
- * An accepted connection's buffers, of ZCX_IB_MSG_SIZE: a size kmalloc()
- * would round up to 8 KiB.  zcx.ko may copy a message from one to user
- * memory.
+ * An accepted connection's buffers, and copies of messages longer than
+ * ZCX_IB_INLINE: a size kmalloc() would round up to 8 KiB.  zcx.ko may
+ * copy a message from one to user memory; the device writes into them.
  */
 static struct kmem_cache *zcx_ib_msg_cache;
 
 int zcx_ib_rx_init(void)
 {
-	zcx_ib_msg_cache = kmem_cache_create_usercopy("zcx_ib_msg", ZCX_IB_MSG_SIZE, 0,
+	zcx_ib_msg_cache = kmem_cache_create_usercopy("zcx_ib_msg", ZCX_IB_MSG_SIZE,
+						      dma_get_cache_alignment(),
 						      SLAB_HWCACHE_ALIGN, 0, ZCX_IB_MSG_SIZE,
 						      NULL);
 	return zcx_ib_msg_cache ? 0 : -ENOMEM;
@@ -81,7 +83,8 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 
 	if (!rx)
 		return NULL;
-	if (conn->passive)
+	rx->cached = conn->passive;
+	if (rx->cached)
 		rx->buf = kmem_cache_alloc(zcx_ib_msg_cache, GFP_KERNEL_ACCOUNT);
 	else
 		rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
@@ -100,7 +103,7 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 /* @rx is not mapped (any more). */
 static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
 {
-	if (!rx->copy && rx->conn->passive)
+	if (rx->cached)
 		kmem_cache_free(zcx_ib_msg_cache, rx->buf);
 	else
 		kfree(rx->buf);
@@ -191,8 +194,15 @@ static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_
 	struct mem_cgroup *old_memcg = set_active_memcg(zcx_ep_memcg(conn->ep));
 	struct zcx_ib_rx *copy = kzalloc(sizeof(*copy), gfp);
 
-	if (copy)
-		copy->buf = kmemdup(rx->buf, len, gfp);
+	if (copy) {
+		copy->cached = len > ZCX_IB_INLINE;
+		if (copy->cached)
+			copy->buf = kmem_cache_alloc(zcx_ib_msg_cache, gfp);
+		else
+			copy->buf = kmalloc(len, gfp);
+		if (copy->buf)
+			memcpy(copy->buf, rx->buf, len);
+	}
 	set_active_memcg(old_memcg);
 	if (!copy)
 		return rx;

@@ -204,6 +204,7 @@ struct zcx_ib_rx {
 	u64 dma;		/* mapped while posted, else 0 */
 	void *buf;		/* struct zcx_ib_hdr, then the body (conn->rx_size) */
 	bool copy;		/* a copy of the message (its length), freed, not posted */
+	bool cached;		/* @buf is from zcx_ib_msg_cache, else kmalloc()ed */
 	bool unreceived;	/* an EAGER message zcx.ko holds: in conn->unreceived */
 	u32 rts_copy;		/* an RTS zcx.ko holds: its bytes, in conn->rts_copied */
 };
