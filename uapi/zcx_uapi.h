@@ -577,12 +577,11 @@ struct zcx_ep_destroy {
  * fatal signal came first).  Over the network, sends of any size work
  * (inline up to 4 KiB; above that the receiver reads the sender's pinned
  * pages with RDMA READ), up to what 128 fast registrations map (else
- * EMSGSIZE).  Put and get too: a short
- * put carries its bytes, else the peer's node RDMA READs the put from, or
- * RDMA WRITEs the get into, the caller's pinned pages, after checking key,
- * rights and bounds there (up to 256 MiB, and what 128 registrations of
- * the caller's device map, else EMSGSIZE; ENOBUFS if the peer's device
- * cannot register the range).
+ * EMSGSIZE).  Put and get too: a short put carries its bytes, else the
+ * peer's node RDMA READs the put from, or RDMA WRITEs the get into, the
+ * caller's pinned pages, after checking key, rights and bounds there (up
+ * to 256 MiB, and what 128 registrations of the caller's device map, else
+ * EMSGSIZE; ENOBUFS if the peer's device cannot register the range).
  */
 /* zcx_ep_connect.flags */
 #define ZCX_CONNECT_NET		(1U << 0)	/* through the network, even on this node */

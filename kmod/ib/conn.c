@@ -406,7 +406,7 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	struct rdma_conn_param param;
 	struct mem_cgroup *old_memcg;
 	struct zcx_ib_hello hello;
-	bool accepting = false, full = false;
+	bool accepting = false;
 	struct zcx_ib_conn *conn;
 	struct zcx_ep *ep;
 	int ret;
@@ -430,15 +430,16 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	ret = -ECONNREFUSED;
 	if (ep) {
 		conn->ep = ep;
-		/* Counted once let in: requests with a wrong key take no slot. */
-		full = (unsigned int)atomic_inc_return(&zcx_ib_accepted) >
-		       READ_ONCE(zcx_ib_max_accepted);
-		/* Refused, it takes none either, while its teardown waits. */
-		if (full)
+		/*
+		 * Counted once let in, so a wrong key takes no slot; refused
+		 * for lack of one, it gives it back at once.
+		 */
+		conn->counted = (unsigned int)atomic_inc_return(&zcx_ib_accepted) <=
+				READ_ONCE(zcx_ib_max_accepted);
+		if (!conn->counted)
 			atomic_dec(&zcx_ib_accepted);
-		conn->counted = !full;
 	}
-	if (ep && !full) {
+	if (conn->counted) {
 		/* Its receive buffers are the endpoint's owner's. */
 		old_memcg = set_active_memcg(zcx_ep_memcg(ep));
 		ret = zcx_ib_qp_create(conn, id);
