@@ -163,6 +163,14 @@ void zcx_op_pulled(struct zcx_op *recv, int res, u64 len, u64 tag);
  * @gone:	called once, under a mutex (so it must not sleep), when the
  *		endpoint is destroyed: the backend tears the connection down
  *		and calls zcx_ep_unaccept().
+ *
+ * zcx_ep_accept() counts the connection as one of the endpoint's senders,
+ * and zcx_ep_unaccept() as one less: when the last goes, the receives
+ * posted there fail (ECONNRESET).  @refused there says the backend
+ * refused the connection before it could carry a message (the node was
+ * full, or setting it up failed): the endpoint's receives do not fail
+ * for it, unless they wait for a sender to be there (ZCX_SQE_CONNECTED)
+ * and it was the only one.
  */
 struct zcx_accepted {
 	struct list_head link;
@@ -171,7 +179,7 @@ struct zcx_accepted {
 
 struct zcx_ep *zcx_ep_accept(u64 id, u64 key, struct zcx_accepted *acc);
 struct mem_cgroup *zcx_ep_memcg(const struct zcx_ep *ep);
-void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc);
+void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc, bool refused);
 int zcx_ep_deliver(struct zcx_ep *ep, u64 tag, void *data, u64 len, void *rx);
 
 struct zcx_rma_target;

@@ -482,13 +482,13 @@ struct mem_cgroup *zcx_ep_memcg(const struct zcx_ep *ep)
 }
 EXPORT_SYMBOL_GPL(zcx_ep_memcg);
 
-/* The connection zcx_ep_accept() let in is gone. */
-void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc)
+/* The connection zcx_ep_accept() let in is gone (backend.h). */
+void zcx_ep_unaccept(struct zcx_ep *ep, struct zcx_accepted *acc, bool refused)
 {
 	mutex_lock(&ep->match_mutex);
 	list_del_init(&acc->link);
 	mutex_unlock(&ep->match_mutex);
-	zcx_ep_sender_gone(ep);
+	zcx_ep_sender_gone(ep, refused);
 	zcx_ep_put(ep);
 }
 EXPORT_SYMBOL_GPL(zcx_ep_unaccept);

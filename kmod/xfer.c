@@ -553,22 +553,29 @@ void zcx_op_recv(struct zcx_op *op, u64 handle)
 
 /*
  * A connection to @peer is going away: if it was the last, no message can
- * come any more, and the receives posted there fail.  peer->match_mutex
- * held; the receives are moved to @done for the caller to complete.
+ * come any more, and the receives posted there fail; if it was @refused
+ * before it could carry one, only those waiting for a sender to be there
+ * (ZCX_SQE_CONNECTED), which it alone let wait.  peer->match_mutex held;
+ * the receives are moved to @done for the caller to complete.
  */
-static void zcx_sender_gone_locked(struct zcx_ep *peer, struct list_head *done)
+static void zcx_sender_gone_locked(struct zcx_ep *peer, bool refused, struct list_head *done)
 {
-	if (!--peer->senders)
-		list_splice_tail_init(&peer->posted, done);
+	struct zcx_op *op, *tmp;
+
+	if (--peer->senders)
+		return;
+	list_for_each_entry_safe(op, tmp, &peer->posted, link)
+		if (!refused || op->need_sender)
+			list_move_tail(&op->link, done);
 }
 
-/* One sender of @ep less: its posted receives fail if it was the last. */
-void zcx_ep_sender_gone(struct zcx_ep *ep)
+/* One sender of @ep less (@refused: see above); receives may fail. */
+void zcx_ep_sender_gone(struct zcx_ep *ep, bool refused)
 {
 	LIST_HEAD(done);
 
 	mutex_lock(&ep->match_mutex);
-	zcx_sender_gone_locked(ep, &done);
+	zcx_sender_gone_locked(ep, refused, &done);
 	mutex_unlock(&ep->match_mutex);
 	zcx_ops_complete(&done, -ECONNRESET);
 }
@@ -578,7 +585,7 @@ void zcx_conn_undo(struct zcx_conn *conn)
 {
 	/* A remote peer learns of it from the backend. */
 	if (conn->peer)
-		zcx_ep_sender_gone(conn->peer);
+		zcx_ep_sender_gone(conn->peer, false);
 	zcx_conn_put(conn);
 }
 
@@ -609,7 +616,7 @@ void zcx_ep_cancel(struct zcx_ep *ep)
 		list_for_each_entry_safe(op, tmp, &conn->peer->unexpected, link)
 			if (op->ep == ep)
 				list_move_tail(&op->link, &done);
-		zcx_sender_gone_locked(conn->peer, &done);
+		zcx_sender_gone_locked(conn->peer, false, &done);
 		mutex_unlock(&conn->peer->match_mutex);
 	}
 	mutex_lock(&ep->match_mutex);

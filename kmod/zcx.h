@@ -430,7 +430,7 @@ void zcx_xfer_stats_add(struct zcx_xfer_stats *sum, const struct zcx_xfer_stats 
 
 /* xfer.c */
 void zcx_op_send(struct zcx_op *op, struct zcx_conn *conn, u64 handle);
-void zcx_ep_sender_gone(struct zcx_ep *ep);
+void zcx_ep_sender_gone(struct zcx_ep *ep, bool refused);
 void zcx_op_recv(struct zcx_op *op, u64 handle);
 void zcx_op_rma(struct zcx_op *op, struct zcx_conn *conn, u64 remote_addr, u64 rkey,
 		u64 handle);

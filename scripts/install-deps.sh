@@ -14,7 +14,7 @@ packages=(
 	build-essential kmod cpio xz-utils gzip pkg-config dkms sparse
 	dpkg-dev debhelper dh-dkms lintian man-db groff-base
 	busybox-static qemu-system-x86 iproute2
-	libibverbs-dev ibverbs-providers ibverbs-utils
+	libibverbs-dev librdmacm-dev ibverbs-providers ibverbs-utils
 	libnl-genl-3-dev
 	libpmix-dev openmpi-bin
 	linux-image-amd64 linux-headers-amd64

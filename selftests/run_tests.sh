@@ -56,7 +56,7 @@ fi
 # The arguments that select a program's network cases; none: it has none.
 net_cases() {
 	case $1 in
-	zcx_ib_test) echo ;;
+	zcx_ib_test | zcx_wire_test) echo ;;
 	zcx_xfer_test | zcx_fault_test | zcx_remap_test) echo -v net ;;
 	zcx_barrier_test) echo -v net_n2 -v net_n3 ;;
 	*) return 1 ;;

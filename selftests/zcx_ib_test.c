@@ -11,7 +11,7 @@
  * refusals, a connection's end.  The transport's data tests (every size,
  * rendezvous, stale registrations, peers killed mid-transfer) run over it
  * as the "net" variants of zcx_xfer_test, zcx_fault_test and
- * zcx_remap_test.
+ * zcx_remap_test; zcx_wire_test plays a peer that breaks the protocol.
  *
  * Needs root, iproute2's "ip" and "rdma", veth and rdma_rxe (modules or
  * built in); zcxctl's output is checked too when $ZCXCTL names it.  Every

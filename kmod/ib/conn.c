@@ -263,7 +263,7 @@ static void zcx_ib_conn_kill(struct zcx_ib_conn *conn)
 	/* Jobs that never got posted (no queue pair, or never connected). */
 	zcx_ib_jobs_fail(conn);
 	if (conn->ep) {
-		zcx_ep_unaccept(conn->ep, &conn->acc);
+		zcx_ep_unaccept(conn->ep, &conn->acc, conn->refused);
 		conn->ep = NULL;
 	}
 	base_ref = conn->base_ref;
@@ -356,13 +356,7 @@ static void zcx_ib_conn_param(struct rdma_conn_param *param, const struct ib_dev
 			      const struct rdma_conn_param *req)
 {
 	memset(param, 0, sizeof(*param));
-	/*
-	 * Not 7: Soft-RoCE takes it for "retry forever" (as 7 means for
-	 * receiver-not-ready retries), and a peer that is gone would go
-	 * unnoticed.  The first ACK timeout and six more: about 30 s (see
-	 * ZCX_IB_ACK_TIMEOUT).
-	 */
-	param->retry_count = 6;
+	param->retry_count = ZCX_IB_RETRY_COUNT;
 	/* 7: retry without limit while the receiver has no buffer posted. */
 	param->rnr_retry_count = 7;
 	param->flow_control = 1;
@@ -417,6 +411,15 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	memcpy(&hello, ev->param.conn.private_data, sizeof(hello));
 	if (le32_to_cpu(hello.magic) != ZCX_IB_MAGIC || le16_to_cpu(hello.version) != ZCX_IB_VERSION)
 		goto reject;
+	/*
+	 * The requester's transport, as the IB CM tells it from here (iWARP's
+	 * MPA need not; its provider decides): we READ from it, so it must
+	 * take at least one READ at a time, and its retry count becomes ours
+	 * (ZCX_IB_RETRY_COUNT).
+	 */
+	if (rdma_cap_ib_cm(id->device, id->port_num) &&
+	    (!ev->param.conn.initiator_depth || ev->param.conn.retry_count > ZCX_IB_RETRY_COUNT))
+		goto reject;
 	conn = zcx_ib_conn_alloc(true);
 	if (!conn)
 		goto reject;
@@ -463,6 +466,8 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	if (ret) {
 		if (!accepting)
 			rdma_reject(id, NULL, 0, IB_CM_REJ_CONSUMER_DEFINED);
+		/* It carried nothing: the endpoint's receives do not fail for it. */
+		conn->refused = true;
 		zcx_ib_conn_schedule_kill(conn);
 	}
 	zcx_ib_conn_put(conn);

@@ -338,13 +338,33 @@ static void zcx_ib_ctl_post_locked(struct zcx_ib_conn *conn)
 		zcx_ib_taken_post_locked(conn);
 }
 
+/*
+ * A completion's outcome: 0, or -ECONNRESET if its work request failed.
+ * That leaves the queue pair in the error state, which the device need
+ * not announce (Soft-RoCE does not after a peer's access error), flushing
+ * what is posted: unless the connection is being torn down already
+ * (which flushes too), it goes.
+ */
+static int zcx_ib_wc_result(struct zcx_ib_conn *conn, const struct ib_wc *wc)
+{
+	bool dead;
+
+	if (wc->status == IB_WC_SUCCESS)
+		return 0;
+	spin_lock(&conn->lock);
+	dead = conn->state == ZCX_IB_DEAD;
+	spin_unlock(&conn->lock);
+	if (wc->status != IB_WC_WR_FLUSH_ERR || !dead)
+		zcx_ib_conn_schedule_kill(conn);
+	return -ECONNRESET;
+}
+
 static void zcx_ib_ctl_sent(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct zcx_ib_tx *tx = container_of(wc->wr_cqe, struct zcx_ib_tx, cqe);
 	struct zcx_ib_conn *conn = tx->conn;
 
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
-		zcx_ib_conn_schedule_kill(conn);
+	zcx_ib_wc_result(conn, wc);
 	spin_lock(&conn->lock);
 	conn->ctl_busy = false;
 	conn->sq_used--;
@@ -664,20 +684,7 @@ void zcx_ib_jobs_fail(struct zcx_ib_conn *conn)
 /* Unsignalled work requests complete only when flushed or failed. */
 void zcx_ib_quiet_done(struct ib_cq *cq, struct ib_wc *wc)
 {
-	struct zcx_ib_conn *conn = container_of(wc->wr_cqe, struct zcx_ib_conn, quiet_cqe);
-
-	if (wc->status != IB_WC_SUCCESS && wc->status != IB_WC_WR_FLUSH_ERR)
-		zcx_ib_conn_schedule_kill(conn);
-}
-
-/* A signalled job's completion: the error that breaks the connection. */
-static int zcx_ib_wc_result(struct zcx_ib_conn *conn, const struct ib_wc *wc)
-{
-	if (wc->status == IB_WC_SUCCESS)
-		return 0;
-	if (wc->status != IB_WC_WR_FLUSH_ERR)
-		zcx_ib_conn_schedule_kill(conn);
-	return -ECONNRESET;
+	zcx_ib_wc_result(container_of(wc->wr_cqe, struct zcx_ib_conn, quiet_cqe), wc);
 }
 
 /* A job's last work request completed: so did the job. */
@@ -1453,11 +1460,9 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 
 	ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
 	rx->dma = 0;
-	if (wc->status != IB_WC_SUCCESS) {
+	if (zcx_ib_wc_result(conn, wc)) {
 		/* Flushed by a teardown, or the connection broke. */
 		zcx_ib_rx_free(rx);
-		if (wc->status != IB_WC_WR_FLUSH_ERR)
-			zcx_ib_conn_schedule_kill(conn);
 		return;
 	}
 	len = le32_to_cpu(hdr->len);

@@ -100,6 +100,14 @@
 #define ZCX_IB_TIMEOUT_MS	10000	/* address and route resolution */
 /* Transport ACK timeout, 4.096 us << this: 4.3 s (see conn.c). */
 #define ZCX_IB_ACK_TIMEOUT	20
+/*
+ * Transport retries after the first timeout: about 30 s in all.  Not 7,
+ * which Soft-RoCE takes for "retry forever" (as 7 means for
+ * receiver-not-ready retries): a peer gone would go unnoticed.  An
+ * accepted connection's queue pair takes the requester's count (the CM's
+ * reply carries none), so a request asking for more is refused.
+ */
+#define ZCX_IB_RETRY_COUNT	6
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
 #define ZCX_IB_VERSION		8
 
@@ -401,6 +409,8 @@ struct zcx_ib_tx {
  * @base_ref:	passive: the reference of being connected is still held.
  * @counted:	passive: one of the node's zcx_ib_max_accepted, taken once
  *		its endpoint let it in (the key was right) and not refused.
+ * @refused:	passive: refused after its endpoint let it in (the node
+ *		full, or setting it up failed), before it carried anything.
  */
 struct zcx_ib_conn {
 	struct kref ref;
@@ -456,6 +466,7 @@ struct zcx_ib_conn {
 	struct list_head list;
 	bool base_ref;
 	bool counted;
+	bool refused;
 };
 
 /* main.c */

@@ -1,0 +1,986 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * zcx_wire_test - a peer on the network that does not keep to zcx_ib's
+ * protocol.  Anyone who learns an endpoint's address can connect to its
+ * node's listener and then post whatever it likes on the queue pair, so
+ * this test does that, speaking the wire by hand over a queue pair of its
+ * own (librdmacm, libibverbs) to an endpoint of this process on the
+ * tests' network (zcx_net.h).
+ *
+ * First it shows that it speaks the protocol: inline and rendezvous
+ * messages (read from its memory, into a shorter receive, of no bytes),
+ * PUTs and a GET land where they should, and their FINs come back.  Then
+ * what it must not get: a hello that is short, of another version, with
+ * a wrong key or endpoint, or a transport the node cannot use (no READ
+ * at a time, retries for ever) is rejected; a connection refused though
+ * its key was right fails no receive; a PUT or GET outside an exposed
+ * range, with a wrong key or without the right, is answered with an
+ * error and changes nothing; a message that is not the protocol (too
+ * short or too long, a length that is not the message's, an unknown
+ * type, a flag, an answer sent the wrong way, an RTS, PUT or GET whose
+ * segments do not add up, a SEND that invalidates, a WRITE) costs the
+ * peer its connection and nothing else: the endpoint receives none of
+ * it and goes on receiving from its other peers.  An RTS whose segments
+ * cannot be read fails the receive it matched, and a sender that
+ * ignores its credits (Soft-RoCE only: iWARP has no retry for a
+ * receiver without a buffer) holds up only its own connection and loses
+ * nothing.  Each test's teardown checks that no connection is left
+ * holding zcx_ib.
+ */
+#define _GNU_SOURCE
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <rdma/rdma_cma.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "kselftest_harness.h"
+#include "zcx_net.h"
+#include "zcx_test.h"
+#include "zcx_xfer.h"
+
+/*
+ * zcx_ib's wire (kmod/ib/zcx_ib.h), written out again: a change there
+ * that this test was not told of fails it.  Little-endian on the wire.
+ */
+#define WIRE_MAGIC	0x7a637831
+#define WIRE_VERSION	8
+#define WIRE_INLINE	4096
+#define WIRE_CREDITS	32	/* messages an active side may send at first */
+#define WIRE_EAGER_OFF	0x1	/* a CREDIT's flag */
+
+enum wire_type { W_EAGER, W_RTS, W_FIN, W_CREDIT, W_PUT, W_GET, W_TAKEN };
+
+struct wire_hello {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t reserved;
+	uint64_t ep_id;
+	uint64_t key;
+};
+
+struct wire_hdr {
+	uint64_t tag;
+	uint32_t len;
+	uint8_t type;
+	uint8_t flags;
+	uint16_t credits;
+};
+
+struct wire_seg {
+	uint64_t addr;
+	uint32_t len;
+	uint32_t rkey;
+};
+
+struct wire_rts {
+	uint64_t len;
+	uint64_t cookie;
+	uint64_t raddr;
+	uint64_t rkey;
+	uint32_t nseg;
+	uint32_t reserved;
+	struct wire_seg segs[];
+};
+
+struct wire_fin {
+	uint64_t cookie;
+	uint32_t status;
+	uint32_t reserved;
+};
+
+/*
+ * The raw peer's memory, one registration: receive slots for the
+ * replies (FIN, CREDIT), then send slots (a message each, so that many
+ * may be in flight), then the data its RTS and GET messages name.
+ */
+#define RAW_RECVS	64
+#define RAW_RECV_SIZE	64
+#define RAW_SENDS	256
+#define RAW_SEND_SIZE	8192	/* more than a message may be */
+#define RAW_DATA_SIZE	(64 << 10)
+#define RAW_SEND_OFF	(RAW_RECVS * RAW_RECV_SIZE)
+#define RAW_DATA_OFF	(RAW_SEND_OFF + RAW_SENDS * RAW_SEND_SIZE)
+#define RAW_MEM_SIZE	(RAW_DATA_OFF + RAW_DATA_SIZE)
+#define RAW_WAIT_MS	60000	/* for anything the node does (a slow guest) */
+
+struct raw {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	unsigned char *mem;
+	bool connected;
+	unsigned int next_send;	/* send slot */
+	unsigned int sends_done;
+	unsigned int credits_back;
+	unsigned int fins;
+	struct wire_fin fin;	/* the last FIN */
+};
+
+/* The next CM event within @ms: its type, or -1. */
+static int raw_event(struct raw *r, int ms)
+{
+	struct pollfd pfd = { .fd = r->ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+	int type;
+
+	if (poll(&pfd, 1, ms) != 1 || rdma_get_cm_event(r->ch, &ev))
+		return -1;
+	type = ev->event;
+	rdma_ack_cm_event(ev);
+	return type;
+}
+
+static void *raw_slot(struct raw *r, unsigned int slot)
+{
+	return r->mem + RAW_SEND_OFF + (size_t)slot * RAW_SEND_SIZE;
+}
+
+static int raw_post_recv(struct raw *r, unsigned int slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(r->mem + slot * RAW_RECV_SIZE),
+		.length = RAW_RECV_SIZE,
+		.lkey = r->mr->lkey,
+	};
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(r->id->qp, &wr, &bad);
+}
+
+/*
+ * Take the completions there are: a reply is kept (FIN) or counted
+ * (CREDIT) and its slot posted again.  0, or -1 on a completion in error
+ * (the connection broke).
+ */
+static int raw_poll(struct raw *r)
+{
+	struct ibv_wc wc[16];
+	struct wire_hdr hdr;
+	int n, i, ret = 0;
+
+	while ((n = ibv_poll_cq(r->cq, 16, wc)) > 0) {
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS) {
+				ret = -1;
+				continue;
+			}
+			if (wc[i].opcode != IBV_WC_RECV) {
+				r->sends_done++;
+				continue;
+			}
+			memcpy(&hdr, r->mem + wc[i].wr_id * RAW_RECV_SIZE, sizeof(hdr));
+			if (hdr.type == W_FIN) {
+				memcpy(&r->fin, r->mem + wc[i].wr_id * RAW_RECV_SIZE + sizeof(hdr),
+				       sizeof(r->fin));
+				r->fins++;
+			} else if (hdr.type == W_CREDIT) {
+				r->credits_back += le16toh(hdr.credits);
+			}
+			if (raw_post_recv(r, wc[i].wr_id))
+				ret = -1;
+		}
+	}
+	return n < 0 ? -1 : ret;
+}
+
+static void raw_close(struct raw *r)
+{
+	if (r->connected)
+		rdma_disconnect(r->id);
+	if (r->id && r->id->qp)
+		rdma_destroy_qp(r->id);
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	if (r->cq)
+		ibv_destroy_cq(r->cq);
+	if (r->pd)
+		ibv_dealloc_pd(r->pd);
+	if (r->id)
+		rdma_destroy_id(r->id);
+	if (r->ch)
+		rdma_destroy_event_channel(r->ch);
+	if (r->mem)
+		munmap(r->mem, RAW_MEM_SIZE);
+	memset(r, 0, sizeof(*r));
+}
+
+/* Resolve @to's node and set up a queue pair there; 0 or -1. */
+static int raw_prepare(struct raw *r, const struct zcx_addr *to)
+{
+	struct ibv_qp_init_attr qpa = {
+		.cap = {
+			.max_send_wr = RAW_SENDS,
+			.max_recv_wr = RAW_RECVS,
+			.max_send_sge = 1,
+			.max_recv_sge = 1,
+		},
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 1,
+	};
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = to->port };
+	unsigned int i;
+
+	memset(r, 0, sizeof(*r));
+	memcpy(&sin.sin_addr, to->ip, 4);
+	r->mem = mmap(NULL, RAW_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		      -1, 0);
+	if (r->mem == MAP_FAILED) {
+		r->mem = NULL;
+		return -1;
+	}
+	r->ch = rdma_create_event_channel();
+	if (!r->ch || fcntl(r->ch->fd, F_SETFL, O_NONBLOCK) ||
+	    rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(r->id, NULL, (struct sockaddr *)&sin, RAW_WAIT_MS) ||
+	    raw_event(r, RAW_WAIT_MS) != RDMA_CM_EVENT_ADDR_RESOLVED ||
+	    rdma_resolve_route(r->id, RAW_WAIT_MS) ||
+	    raw_event(r, RAW_WAIT_MS) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		return -1;
+	r->pd = ibv_alloc_pd(r->id->verbs);
+	r->cq = r->pd ? ibv_create_cq(r->id->verbs, 2 * (RAW_SENDS + RAW_RECVS), NULL, NULL, 0)
+		      : NULL;
+	r->mr = r->cq ? ibv_reg_mr(r->pd, r->mem, RAW_MEM_SIZE, IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE) : NULL;
+	if (!r->mr)
+		return -1;
+	qpa.send_cq = r->cq;
+	qpa.recv_cq = r->cq;
+	if (rdma_create_qp(r->id, r->pd, &qpa))
+		return -1;
+	for (i = 0; i < RAW_RECVS; i++)
+		if (raw_post_recv(r, i))
+			return -1;
+	return 0;
+}
+
+/* What we ask of the connection, sending the @len bytes of @hello. */
+static struct rdma_conn_param raw_param(const void *hello, size_t len)
+{
+	return (struct rdma_conn_param) {
+		.private_data = hello,
+		.private_data_len = len,
+		/* The node READs from us, and we never read. */
+		.responder_resources = 16,
+		.initiator_depth = 0,
+		.retry_count = 6,
+		.rnr_retry_count = 7,
+		.flow_control = 1,
+	};
+}
+
+/*
+ * Connect to @to asking @param: the CM event that answers
+ * (RDMA_CM_EVENT_ESTABLISHED, _REJECTED, ...), or -1.
+ */
+static int raw_connect_with(struct raw *r, const struct zcx_addr *to,
+			    struct rdma_conn_param *param)
+{
+	int ev;
+
+	if (raw_prepare(r, to) || rdma_connect(r->id, param))
+		return -1;
+	ev = raw_event(r, RAW_WAIT_MS);
+	r->connected = ev == RDMA_CM_EVENT_ESTABLISHED;
+	return ev;
+}
+
+static int raw_connect(struct raw *r, const struct zcx_addr *to, const void *hello, size_t len)
+{
+	struct rdma_conn_param param = raw_param(hello, len);
+
+	return raw_connect_with(r, to, &param);
+}
+
+static struct wire_hello hello_for(const struct zcx_addr *to)
+{
+	return (struct wire_hello) {
+		.magic = htole32(WIRE_MAGIC),
+		.version = htole16(WIRE_VERSION),
+		.ep_id = htole64(to->id),
+		.key = htole64(to->key),
+	};
+}
+
+/* Connected to @to as a zcx peer: 0, or -1. */
+static int raw_open(struct raw *r, const struct zcx_addr *to)
+{
+	struct wire_hello hello = hello_for(to);
+
+	if (raw_connect(r, to, &hello, sizeof(hello)) == RDMA_CM_EVENT_ESTABLISHED)
+		return 0;
+	raw_close(r);
+	return -1;
+}
+
+/*
+ * Post a message as @op (a SEND, or for the node's eyes only: a SEND
+ * invalidating @rkey, a WRITE with immediate data, a WRITE to @rkey):
+ * @type, @flags and @credits in its header, @tag, then @len bytes of
+ * @body, whatever they say of themselves (@hdr_len: the bytes of the
+ * header that go, or all of it if negative).  0 or -1.
+ */
+static int raw_post_as(struct raw *r, enum ibv_wr_opcode op, uint32_t rkey, uint8_t type,
+		       uint8_t flags, uint16_t credits, uint64_t tag, const void *body, size_t len,
+		       int hdr_len)
+{
+	unsigned char *slot = raw_slot(r, r->next_send);
+	struct wire_hdr hdr = {
+		.tag = htole64(tag),
+		.len = htole32(len),
+		.type = type,
+		.flags = flags,
+		.credits = htole16(credits),
+	};
+	size_t head = hdr_len < 0 ? sizeof(hdr) : (size_t)hdr_len;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)slot,
+		.length = head + len,
+		.lkey = r->mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op,
+	}, *bad;
+
+	if (head + len > RAW_SEND_SIZE)
+		return -1;
+	if (op == IBV_WR_SEND_WITH_INV)
+		wr.invalidate_rkey = rkey;
+	else if (op != IBV_WR_SEND)
+		wr.wr.rdma.rkey = rkey;
+	memcpy(slot, &hdr, sizeof(hdr));
+	memmove(slot + head, body, len);
+	r->next_send = (r->next_send + 1) % RAW_SENDS;
+	return ibv_post_send(r->id->qp, &wr, &bad) ? -1 : 0;
+}
+
+/* A message SENT, as zcx_ib's active side sends them. */
+static int raw_post(struct raw *r, uint8_t type, uint8_t flags, uint16_t credits, uint64_t tag,
+		    const void *body, size_t len, int hdr_len)
+{
+	return raw_post_as(r, IBV_WR_SEND, 0, type, flags, credits, tag, body, len, hdr_len);
+}
+
+/* Poll until @done(r) within RAW_WAIT_MS: 0, or -1 (broken, or late). */
+static int raw_wait(struct raw *r, bool (*done)(const struct raw *r, unsigned int arg),
+		    unsigned int arg)
+{
+	uint64_t end = xnow_ns() + RAW_WAIT_MS * 1000000ULL;
+	struct timespec tick = { 0, 1000000 };
+
+	while (!done(r, arg)) {
+		if (raw_poll(r) || xnow_ns() > end)
+			return -1;
+		nanosleep(&tick, NULL);
+	}
+	return 0;
+}
+
+static bool sends_done(const struct raw *r, unsigned int n)
+{
+	return r->sends_done >= n;
+}
+
+static bool fins_came(const struct raw *r, unsigned int n)
+{
+	return r->fins >= n;
+}
+
+/* A message posted and acknowledged by the node: 0, or -1. */
+static int raw_send(struct raw *r, uint8_t type, uint64_t tag, const void *body, size_t len)
+{
+	unsigned int want = r->sends_done + 1;
+
+	if (raw_post(r, type, 0, 0, tag, body, len, -1))
+		return -1;
+	return raw_wait(r, sends_done, want);
+}
+
+/*
+ * Whether the node drops the connection within RAW_WAIT_MS: the CM says
+ * DISCONNECTED, or REJECTED if the node tore it down before it had our
+ * "ready to use" (our first message may overtake that), whatever our
+ * queue pair saw before.
+ */
+static bool raw_dropped(struct raw *r)
+{
+	uint64_t start = xnow_ns();
+	int ev = raw_event(r, RAW_WAIT_MS);
+
+	if (ev == RDMA_CM_EVENT_DISCONNECTED || ev == RDMA_CM_EVENT_REJECTED) {
+		r->connected = false;
+		return true;
+	}
+	printf("# CM event %d (%s) after %llu ms\n", ev, ev < 0 ? "none" : rdma_event_str(ev),
+	       (unsigned long long)(xnow_ns() - start) / 1000000);
+	return false;
+}
+
+/*
+ * A request of @type (W_RTS, W_PUT, W_GET) for @len bytes at the peer's
+ * @raddr in range @rkey: into @buf, its segments (@nseg of them) naming
+ * @len bytes of our data area from @data_off, or (@nseg 0, a short PUT)
+ * carrying @len bytes of it.  Its length in bytes.
+ */
+static size_t rts_build(struct raw *r, void *buf, uint64_t cookie, uint64_t len, uint32_t nseg,
+			size_t data_off, uint64_t raddr, uint64_t rkey)
+{
+	struct wire_rts *rts = buf;
+	uint32_t i;
+
+	memset(rts, 0, sizeof(*rts));
+	rts->len = htole64(len);
+	rts->cookie = htole64(cookie);
+	rts->raddr = htole64(raddr);
+	rts->rkey = htole64(rkey);
+	rts->nseg = htole32(nseg);
+	if (!nseg) {
+		memcpy(rts->segs, r->mem + RAW_DATA_OFF + data_off, len);
+		return sizeof(*rts) + len;
+	}
+	for (i = 0; i < nseg; i++) {
+		uint64_t seg_len = len / nseg + (i + 1 == nseg ? len % nseg : 0);
+
+		rts->segs[i].addr = htole64((uintptr_t)(r->mem + RAW_DATA_OFF + data_off));
+		rts->segs[i].len = htole32(seg_len);
+		rts->segs[i].rkey = htole32(r->mr->rkey);
+		data_off += seg_len;
+	}
+	return sizeof(*rts) + nseg * sizeof(struct wire_seg);
+}
+
+/*
+ * A request sent and its FIN waited for (cookie checked): the FIN's
+ * status, or 1 if none came.
+ */
+static int raw_request(struct raw *r, uint8_t type, const void *msg, size_t len)
+{
+	const struct wire_rts *rts = msg;
+	unsigned int want = r->fins + 1;
+
+	if (raw_send(r, type, 0, msg, len) || raw_wait(r, fins_came, want) ||
+	    r->fin.cookie != rts->cookie)
+		return 1;
+	return (int)le32toh(r->fin.status);
+}
+
+/* The receiving side: a context, an endpoint on the network, its address. */
+struct node {
+	struct zcx *zcx;
+	struct zcx_ep *ep;
+	struct zcx_addr addr;
+	/* A well-behaved peer, connected to it through the network. */
+	struct zcx_ep *good;
+	uint32_t good_peer;
+};
+
+static int node_open(struct node *n)
+{
+	memset(n, 0, sizeof(*n));
+	if (zcx_open(&n->zcx, 0) || zcx_ep_create(n->zcx, ZCX_EP_NET, 0, &n->ep) ||
+	    zcx_ep_create(n->zcx, ZCX_EP_NET, 0, &n->good))
+		return -1;
+	zcx_ep_addr(n->ep, &n->addr);
+	return zcx_ep_connect_flags(n->good, &n->addr, ZCX_CONNECT_NET, &n->good_peer);
+}
+
+static void node_close(struct node *n)
+{
+	zcx_ep_destroy(n->good);
+	zcx_ep_destroy(n->ep);
+	zcx_close(n->zcx);
+}
+
+/*
+ * Receive @len bytes tagged @tag on the node's endpoint within a minute,
+ * into a buffer of @room bytes: 0 if they are the pattern @seed, else
+ * -EBADMSG or the receive's error.
+ */
+static int node_recv(struct node *n, size_t room, uint64_t tag, size_t len, uint64_t seed)
+{
+	unsigned char *buf = calloc(1, room + 1);
+	struct zcx_req req = { 0 };
+	int ret = buf ? zcx_irecv(n->ep, buf, room, tag, UINT64_MAX, &req) : -ENOMEM;
+
+	if (!ret)
+		ret = xwait_bounded(n->ep, &req, RAW_WAIT_MS);
+	if (!ret && (req.len != len || xpat_check(buf, len, seed) >= 0))
+		ret = -EBADMSG;
+	free(buf);
+	return ret;
+}
+
+/*
+ * The endpoint goes on: a message from the well-behaved peer, tagged
+ * like whatever came before, is the one it receives.
+ */
+static int node_still_receives(struct node *n, uint64_t tag)
+{
+	unsigned char msg[300];
+
+	xpat_fill(msg, sizeof(msg), 77);
+	if (zcx_send(n->good, n->good_peer, msg, sizeof(msg), tag))
+		return -EIO;
+	return node_recv(n, sizeof(msg), tag, sizeof(msg), 77);
+}
+
+FIXTURE(wire) {
+	struct node node;
+	struct raw raw;
+};
+
+FIXTURE_SETUP(wire)
+{
+	ZCX_NET_FIXTURE_UP();
+	ASSERT_EQ(0, node_open(&self->node));
+}
+
+FIXTURE_TEARDOWN(wire)
+{
+	raw_close(&self->raw);
+	node_close(&self->node);
+	ZCX_NET_FIXTURE_DOWN();
+}
+
+#define TAG	0x5eedULL
+
+/* The positive control: what follows fails for what it sends, not for how. */
+TEST_F_TIMEOUT(wire, speaks_the_protocol, 300)
+{
+	struct raw *r = &self->raw;
+	unsigned char msg[WIRE_INLINE], *exposed;
+	uint64_t rkey;
+	size_t len;
+
+	ASSERT_EQ(0, raw_open(r, &self->node.addr));
+	/* Inline: the bytes in the message. */
+	xpat_fill(msg, 1000, 1);
+	ASSERT_EQ(0, raw_send(r, W_EAGER, TAG, msg, 1000));
+	EXPECT_EQ(0, node_recv(&self->node, 4096, TAG, 1000, 1));
+	/* Rendezvous: the node READs our bytes in three segments, then FINs. */
+	xpat_fill(r->mem + RAW_DATA_OFF, 20000, 2);
+	len = rts_build(r, msg, 42, 20000, 3, 0, 0, 0);
+	{
+		unsigned int want = r->fins + 1;
+		unsigned char *in = calloc(1, 20000);
+		struct zcx_req req = { 0 };
+
+		ASSERT_NE(NULL, in);
+		ASSERT_EQ(0, zcx_irecv(self->node.ep, in, 20000, TAG + 1, UINT64_MAX, &req));
+		ASSERT_EQ(0, zcx_ep_flush(self->node.ep));
+		ASSERT_EQ(0, raw_send(r, W_RTS, TAG + 1, msg, len));
+		EXPECT_EQ(0, xwait_bounded(self->node.ep, &req, RAW_WAIT_MS));
+		EXPECT_EQ(20000, req.len);
+		EXPECT_GT(0, xpat_check(in, 20000, 2));
+		free(in);
+		ASSERT_EQ(0, raw_wait(r, fins_came, want));
+		EXPECT_EQ(42, le64toh(r->fin.cookie));
+		EXPECT_EQ(0, r->fin.status);
+	}
+	/*
+	 * Into a shorter receive: it fills the buffer and says so, the
+	 * sender's completes well; and an RTS of no bytes.
+	 */
+	{
+		unsigned int want = r->fins + 1;
+		unsigned char in[10000];
+		struct zcx_req req = { 0 };
+
+		ASSERT_EQ(0, zcx_irecv(self->node.ep, in, sizeof(in), TAG + 2, UINT64_MAX, &req));
+		ASSERT_EQ(0, zcx_ep_flush(self->node.ep));
+		len = rts_build(r, msg, 46, 20000, 2, 0, 0, 0);
+		ASSERT_EQ(0, raw_send(r, W_RTS, TAG + 2, msg, len));
+		EXPECT_EQ(-EMSGSIZE, xwait_bounded(self->node.ep, &req, RAW_WAIT_MS));
+		EXPECT_EQ(sizeof(in), req.len);
+		EXPECT_GT(0, xpat_check(in, sizeof(in), 2));
+		ASSERT_EQ(0, raw_wait(r, fins_came, want));
+		EXPECT_EQ(46, le64toh(r->fin.cookie));
+		EXPECT_EQ(0, r->fin.status);
+		memset(&req, 0, sizeof(req));
+		ASSERT_EQ(0, zcx_irecv(self->node.ep, in, sizeof(in), 0, UINT64_MAX, &req));
+		ASSERT_EQ(0, zcx_ep_flush(self->node.ep));
+		len = rts_build(r, msg, 47, 0, 0, 0, 0, 0);
+		EXPECT_EQ(0, raw_request(r, W_RTS, msg, len));
+		EXPECT_EQ(0, xwait_bounded(self->node.ep, &req, RAW_WAIT_MS));
+		EXPECT_EQ(0, req.len);
+	}
+	/* A short PUT lands, and only there; a long one is READ. */
+	exposed = xmap_shared(8192);
+	ASSERT_NE(NULL, exposed);
+	memset(exposed, 0xee, 8192);
+	ASSERT_EQ(0, zcx_expose(self->node.zcx, exposed, 8192, ZCX_REMOTE_ALL, &rkey));
+	xpat_fill(r->mem + RAW_DATA_OFF, 8192, 3);
+	len = rts_build(r, msg, 43, 100, 0, 0, (uintptr_t)exposed + 10, rkey);
+	EXPECT_EQ(0, raw_request(r, W_PUT, msg, len));
+	EXPECT_GT(0, xpat_check(exposed + 10, 100, 3));
+	EXPECT_TRUE(xall(exposed, 10, 0xee));
+	EXPECT_TRUE(xall(exposed + 110, 8192 - 110, 0xee));
+	len = rts_build(r, msg, 44, 8192, 2, 0, (uintptr_t)exposed, rkey);
+	EXPECT_EQ(0, raw_request(r, W_PUT, msg, len));
+	EXPECT_GT(0, xpat_check(exposed, 8192, 3));
+	/* A GET: the node WRITEs the range into our segment. */
+	memset(r->mem + RAW_DATA_OFF, 0, 8192);
+	len = rts_build(r, msg, 45, 8192, 1, 0, (uintptr_t)exposed, rkey);
+	EXPECT_EQ(0, raw_request(r, W_GET, msg, len));
+	EXPECT_GT(0, xpat_check(r->mem + RAW_DATA_OFF, 8192, 3));
+	EXPECT_EQ(0, zcx_unexpose(self->node.zcx, rkey));
+	munmap(exposed, 8192);
+}
+
+TEST_F_TIMEOUT(wire, hellos_not_ours_are_rejected, 300)
+{
+	const struct zcx_addr *to = &self->node.addr;
+	struct wire_hello good = hello_for(to), bad;
+	struct raw *r = &self->raw;
+
+	/* Too short for a hello. */
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(r, to, &good, sizeof(good) - 1));
+	raw_close(r);
+	bad = good;
+	bad.magic ^= 1;
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(r, to, &bad, sizeof(bad)));
+	raw_close(r);
+	bad = good;
+	bad.version = htole16(WIRE_VERSION - 1);
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(r, to, &bad, sizeof(bad)));
+	raw_close(r);
+	bad = good;
+	bad.key ^= htole64(1ULL << 40);
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(r, to, &bad, sizeof(bad)));
+	raw_close(r);
+	bad = good;
+	bad.ep_id = htole64(le64toh(bad.ep_id) + 1000);
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(r, to, &bad, sizeof(bad)));
+	raw_close(r);
+	/*
+	 * A transport the node cannot use: no READ of ours taken at a time
+	 * (it must READ), or retrying for ever (Soft-RoCE reads 7 so, and
+	 * the node's queue pair would take it).  The IB CM tells both;
+	 * iWARP's need not.
+	 */
+	if (strcmp(zcx_net_rdma_type(), "siw")) {
+		struct rdma_conn_param param = raw_param(&good, sizeof(good));
+
+		param.responder_resources = 0;
+		EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect_with(r, to, &param));
+		raw_close(r);
+		param = raw_param(&good, sizeof(good));
+		param.retry_count = 7;
+		EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect_with(r, to, &param));
+		raw_close(r);
+	}
+	/* The right one, with bytes after it, which are ignored. */
+	{
+		unsigned char longer[sizeof(good) + 8] = { 0 };
+
+		memcpy(longer, &good, sizeof(good));
+		EXPECT_EQ(RDMA_CM_EVENT_ESTABLISHED, raw_connect(r, to, longer, sizeof(longer)));
+	}
+	EXPECT_EQ(0, node_still_receives(&self->node, TAG));
+}
+
+TEST_F_TIMEOUT(wire, puts_and_gets_outside_their_rights_change_nothing, 300)
+{
+	struct raw *r = &self->raw;
+	unsigned char msg[WIRE_INLINE], *mem;
+	uint64_t rkey_ro, rkey_wo, base;
+	size_t len;
+
+	mem = xmap_shared(3 * 4096);
+	ASSERT_NE(NULL, mem);
+	memset(mem, 0xee, 3 * 4096);
+	base = (uintptr_t)mem;
+	/* Page 0 may be read, page 1 written; page 2 is not exposed. */
+	ASSERT_EQ(0, zcx_expose(self->node.zcx, mem, 4096, ZCX_REMOTE_READ, &rkey_ro));
+	ASSERT_EQ(0, zcx_expose(self->node.zcx, mem + 4096, 4096, ZCX_REMOTE_WRITE, &rkey_wo));
+	ASSERT_EQ(0, raw_open(r, &self->node.addr));
+	xpat_fill(r->mem + RAW_DATA_OFF, 8192, 4);
+	/* Short PUTs: without the right, past the end, with another key. */
+	len = rts_build(r, msg, 1, 100, 0, 0, base, rkey_ro);
+	EXPECT_GT(0, raw_request(r, W_PUT, msg, len));
+	len = rts_build(r, msg, 2, 100, 0, 0, base + 2 * 4096 - 50, rkey_wo);
+	EXPECT_GT(0, raw_request(r, W_PUT, msg, len));
+	len = rts_build(r, msg, 3, 100, 0, 0, base + 4096, rkey_wo ^ rkey_ro ^ 1);
+	EXPECT_GT(0, raw_request(r, W_PUT, msg, len));
+	/* Read PUTs: starting before the range, and at an address that wraps. */
+	len = rts_build(r, msg, 4, 8192, 2, 0, base, rkey_wo);
+	EXPECT_GT(0, raw_request(r, W_PUT, msg, len));
+	len = rts_build(r, msg, 5, 8192, 2, 0, UINT64_MAX - 100, rkey_wo);
+	EXPECT_GT(0, raw_request(r, W_PUT, msg, len));
+	/* GETs: without the right, past the end. */
+	len = rts_build(r, msg, 6, 4096, 1, 0, base + 4096, rkey_wo);
+	EXPECT_GT(0, raw_request(r, W_GET, msg, len));
+	len = rts_build(r, msg, 7, 4096, 1, 0, base + 1, rkey_ro);
+	EXPECT_GT(0, raw_request(r, W_GET, msg, len));
+	/* Nothing was written here, nor read into our memory. */
+	EXPECT_TRUE(xall(mem, 3 * 4096, 0xee));
+	EXPECT_GT(0, xpat_check(r->mem + RAW_DATA_OFF, 8192, 4));
+	/* The connection is as good as before: a PUT with the right lands. */
+	len = rts_build(r, msg, 8, 100, 0, 0, base + 4096, rkey_wo);
+	EXPECT_EQ(0, raw_request(r, W_PUT, msg, len));
+	EXPECT_GT(0, xpat_check(mem + 4096, 100, 4));
+	EXPECT_EQ(0, zcx_unexpose(self->node.zcx, rkey_ro));
+	EXPECT_EQ(0, zcx_unexpose(self->node.zcx, rkey_wo));
+	munmap(mem, 3 * 4096);
+}
+
+/*
+ * Messages that are not the protocol, each on a connection of its own,
+ * which the node drops; the endpoint receives none of them.  A request
+ * (RTS, PUT, GET) is built well formed first, of 8 KiB in @nseg segments
+ * of our memory (a short PUT: 100 bytes carried), then spoilt.
+ */
+enum broken_op { AS_SEND, AS_SEND_INV, AS_WRITE_IMM, AS_WRITE };
+
+static const enum ibv_wr_opcode broken_ops[] = {
+	[AS_SEND] = IBV_WR_SEND,
+	[AS_SEND_INV] = IBV_WR_SEND_WITH_INV,
+	[AS_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+	[AS_WRITE] = IBV_WR_RDMA_WRITE,
+};
+
+struct broken_msg {
+	const char *what;
+	enum broken_op op;	/* how it is posted: a SEND unless said */
+	bool rxe_only;		/* an operation Soft-iWARP has not */
+	uint8_t type;
+	uint8_t flags;
+	uint16_t credits;
+	uint8_t hdr_cut;	/* bytes of the header not sent */
+	uint16_t body_len;	/* not a request: bytes after the header */
+	uint16_t len_field;	/* if non-zero, the header's length */
+	/* Requests: */
+	uint16_t nseg;
+	bool empty_seg;		/* the first segment's bytes moved to the second */
+	uint32_t seg_len0;	/* if non-zero, the first segment's length */
+	uint64_t rts_len;	/* if non-zero, the request's length */
+	uint32_t reserved;
+	uint16_t trim;		/* bytes cut off its end */
+};
+
+static const struct broken_msg broken_msgs[] = {
+	{ "no bytes at all", .hdr_cut = sizeof(struct wire_hdr) },
+	{ "less than a header", .hdr_cut = 1 },
+	{ "a length longer than the message", .type = W_EAGER, .body_len = 10, .len_field = 11 },
+	{ "a length shorter than the message", .type = W_EAGER, .body_len = 10, .len_field = 9 },
+	{ "an unknown type", .type = 99, .body_len = 10 },
+	{ "a flag on an inline message", .type = W_EAGER, .flags = WIRE_EAGER_OFF, .body_len = 10 },
+	{ "a flag on an RTS", .type = W_RTS, .flags = WIRE_EAGER_OFF, .nseg = 1 },
+	{ "a message longer than a buffer", .type = W_EAGER, .body_len = WIRE_INLINE + 100 },
+	{ "a message that invalidates a key", .op = AS_SEND_INV, .type = W_EAGER,
+	  .body_len = 10 },
+	{ "a WRITE with immediate data", .op = AS_WRITE_IMM,
+	  .hdr_cut = sizeof(struct wire_hdr), .rxe_only = true },
+	{ "a WRITE with a key never given", .op = AS_WRITE, .body_len = 8 },
+	{ "a FIN the wrong way", .type = W_FIN, .body_len = sizeof(struct wire_fin) },
+	{ "a CREDIT the wrong way", .type = W_CREDIT, .credits = 1 },
+	{ "TAKEN of FINs never sent", .type = W_TAKEN, .credits = 1 },
+	{ "TAKEN of none", .type = W_TAKEN },
+	{ "an RTS with no segment", .type = W_RTS, .nseg = 0, .rts_len = 8192 },
+	{ "an RTS of segments longer than it", .type = W_RTS, .nseg = 2, .seg_len0 = 5000 },
+	{ "an RTS with an empty segment", .type = W_RTS, .nseg = 2, .empty_seg = true },
+	{ "an RTS with too many segments", .type = W_RTS, .nseg = 129 },
+	{ "an RTS with a reserved field set", .type = W_RTS, .nseg = 1, .reserved = 1 },
+	{ "an RTS shorter than its segments", .type = W_RTS, .nseg = 2, .trim = 2 },
+	{ "a GET of segments shorter than it", .type = W_GET, .nseg = 1, .rts_len = 8193 },
+	{ "a PUT of 256 MiB and a byte", .type = W_PUT, .nseg = 1,
+	  .seg_len0 = (256U << 20) + 1, .rts_len = (256ULL << 20) + 1 },
+	{ "a short PUT longer than its bytes", .type = W_PUT, .nseg = 0, .rts_len = 200 },
+	{ "a short PUT to be read", .type = W_PUT, .nseg = 1, .seg_len0 = 100, .rts_len = 100 },
+};
+
+/* Send broken message @b on @r; 0 or -1 if it could not be posted. */
+static int broken_post(struct raw *r, const struct broken_msg *b)
+{
+	unsigned char body[RAW_SEND_SIZE] = { 0 };
+	struct wire_rts *rts = (void *)body;
+	size_t len = b->body_len;
+	struct wire_hdr hdr;
+
+	if (b->type == W_RTS || b->type == W_PUT || b->type == W_GET) {
+		if (b->nseg || b->type == W_PUT) {
+			len = rts_build(r, body, 9, b->nseg ? 8192 : 100, b->nseg, 0, 0, 0);
+		} else {
+			len = sizeof(*rts);
+			rts->cookie = htole64(9);
+		}
+		if (b->empty_seg) {
+			rts->segs[1].len = htole32(le32toh(rts->segs[1].len) +
+						   le32toh(rts->segs[0].len));
+			rts->segs[0].len = 0;
+		}
+		if (b->seg_len0)
+			rts->segs[0].len = htole32(b->seg_len0);
+		if (b->rts_len)
+			rts->len = htole64(b->rts_len);
+		rts->reserved = htole32(b->reserved);
+		len -= b->trim;
+	}
+	if (!b->len_field)
+		return raw_post_as(r, broken_ops[b->op], 0x1234, b->type, b->flags, b->credits,
+				   TAG, body, len, sizeof(struct wire_hdr) - b->hdr_cut);
+	/* The header says another length: the whole message made here. */
+	hdr = (struct wire_hdr) {
+		.tag = htole64(TAG),
+		.len = htole32(b->len_field),
+		.type = b->type,
+	};
+	memmove(body + sizeof(hdr), body, len);
+	memcpy(body, &hdr, sizeof(hdr));
+	return raw_post(r, 0, 0, 0, 0, body, sizeof(hdr) + len, 0);
+}
+
+TEST_F_TIMEOUT(wire, messages_not_of_the_protocol_drop_the_connection, 600)
+{
+	struct raw *r = &self->raw;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(broken_msgs) / sizeof(broken_msgs[0]); i++) {
+		const struct broken_msg *b = &broken_msgs[i];
+
+		if (b->rxe_only && !strcmp(zcx_net_rdma_type(), "siw"))
+			continue;
+		ASSERT_EQ(0, raw_open(r, &self->node.addr)) TH_LOG("connecting for %s", b->what);
+		ASSERT_EQ(0, broken_post(r, b)) TH_LOG("posting %s", b->what);
+		EXPECT_TRUE(raw_dropped(r)) TH_LOG("%s: the connection stayed", b->what);
+		raw_close(r);
+	}
+	/* None of it was received; the endpoint's other peer goes on. */
+	EXPECT_EQ(0, node_still_receives(&self->node, TAG));
+}
+
+/*
+ * An RTS whose segment the node cannot read (a key that is not ours, or
+ * bytes past our registration): the receive it matched fails, though
+ * another peer is still connected, and the connection goes.
+ */
+TEST_F_TIMEOUT(wire, an_unreadable_rts_fails_the_receive_it_matched, 300)
+{
+	struct raw *r = &self->raw;
+	unsigned char msg[WIRE_INLINE], *in;
+	struct zcx_req req;
+	struct wire_rts *rts = (void *)msg;
+	int bad, ret;
+	size_t len;
+
+	in = calloc(1, 8192);
+	ASSERT_NE(NULL, in);
+	for (bad = 0; bad < 2; bad++) {
+		ASSERT_EQ(0, raw_open(r, &self->node.addr));
+		len = rts_build(r, msg, 60 + bad, 8192, 1, 0, 0, 0);
+		if (bad)
+			rts->segs[0].addr = htole64((uintptr_t)r->mem + RAW_MEM_SIZE - 4096);
+		else
+			rts->segs[0].rkey = htole32(r->mr->rkey ^ 0x100);
+		memset(&req, 0, sizeof(req));
+		ASSERT_EQ(0, zcx_irecv(self->node.ep, in, 8192, TAG, UINT64_MAX, &req));
+		ASSERT_EQ(0, zcx_ep_flush(self->node.ep));
+		/* (Not waited for: our queue pair breaks as soon as it is read.) */
+		ASSERT_EQ(0, raw_post(r, W_RTS, 0, 0, TAG, msg, len, -1));
+		ret = xwait_bounded(self->node.ep, &req, RAW_WAIT_MS);
+		EXPECT_GT(0, ret) TH_LOG("%s: the receive got %d", bad ? "past the end" : "wrong key",
+					 ret);
+		EXPECT_NE(-ETIME, ret);
+		EXPECT_TRUE(xall(in, 8192, 0));
+		EXPECT_TRUE(raw_dropped(r));
+		raw_close(r);
+	}
+	free(in);
+	EXPECT_EQ(0, node_still_receives(&self->node, TAG));
+}
+
+/* Whether zcx_ib's references are back to @n within RAW_WAIT_MS. */
+static bool backend_refs_back_to(long long n)
+{
+	uint64_t end = xnow_ns() + RAW_WAIT_MS * 1000000ULL;
+
+	while (zcx_test_read_number("/sys/module/zcx_ib/refcnt") != n) {
+		if (xnow_ns() > end)
+			return false;
+		usleep(10000);
+	}
+	return true;
+}
+
+/*
+ * A connection the node refuses although its key is right (here, the
+ * node has as many as max_accepted) carried nothing: a receive waiting
+ * on the endpoint with no sender yet does not fail for its going.
+ */
+TEST_F_TIMEOUT(wire, a_refused_connection_fails_no_receive, 300)
+{
+	struct zcx_ep *lone, *sender;
+	struct wire_hello hello;
+	struct zcx_req req = { 0 };
+	struct zcx_addr addr;
+	unsigned char in[300], out[300];
+	long long refs;
+	uint32_t peer;
+
+	ASSERT_EQ(0, zcx_ep_create(self->node.zcx, ZCX_EP_NET, 0, &lone));
+	zcx_ep_addr(lone, &addr);
+	hello = hello_for(&addr);
+	ASSERT_EQ(0, zcx_irecv(lone, in, sizeof(in), TAG, UINT64_MAX, &req));
+	ASSERT_EQ(0, zcx_ep_flush(lone));
+	refs = zcx_test_read_number("/sys/module/zcx_ib/refcnt");
+	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("max_accepted"), "0"));
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(&self->raw, &addr, &hello, sizeof(hello)));
+	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("max_accepted"), "1024"));
+	raw_close(&self->raw);
+	/* The refused connection is gone (torn down by its work item). */
+	ASSERT_TRUE(backend_refs_back_to(refs));
+	EXPECT_EQ(0, zcx_test(lone, &req)) TH_LOG("the receive completed: %d", req.status);
+	/* It still takes the first message of a peer let in. */
+	ASSERT_EQ(0, zcx_ep_create(self->node.zcx, ZCX_EP_NET, 0, &sender));
+	ASSERT_EQ(0, zcx_ep_connect_flags(sender, &addr, ZCX_CONNECT_NET, &peer));
+	xpat_fill(out, sizeof(out), 5);
+	ASSERT_EQ(0, zcx_send(sender, peer, out, sizeof(out), TAG));
+	EXPECT_EQ(0, xwait_bounded(lone, &req, RAW_WAIT_MS));
+	EXPECT_EQ(sizeof(in), req.len);
+	EXPECT_GT(0, xpat_check(in, sizeof(in), 5));
+	zcx_ep_destroy(sender);
+	zcx_ep_destroy(lone);
+}
+
+/*
+ * A sender that posts FLOOD inline messages at once, as if it had the
+ * credits: the node takes what it has buffers for (holding, then copying
+ * a bounded number) and then lets the sender's retries wait; the
+ * endpoint's other peer is not held up, and once the receiver takes
+ * them, every message comes, in order.
+ */
+#define FLOOD	200
+
+TEST_F_TIMEOUT(wire, a_sender_ignoring_credits_holds_up_only_itself, 600)
+{
+	struct raw *r = &self->raw;
+	unsigned char msg[WIRE_INLINE];
+	unsigned int i;
+
+	if (!strcmp(zcx_net_rdma_type(), "siw"))
+		SKIP(return, "iWARP has no retry for a receiver without a buffer");
+	ASSERT_EQ(0, raw_open(r, &self->node.addr));
+	for (i = 0; i < FLOOD; i++) {
+		xpat_fill(msg, sizeof(msg), 1000 + i);
+		ASSERT_EQ(0, raw_post(r, W_EAGER, 0, 0, 1000 + i, msg, sizeof(msg), -1));
+	}
+	/* Taken beyond the credits, before anything was received. */
+	ASSERT_EQ(0, raw_wait(r, sends_done, WIRE_CREDITS + 1));
+	EXPECT_EQ(0, node_still_receives(&self->node, TAG));
+	for (i = 0; i < FLOOD; i++) {
+		ASSERT_EQ(0, node_recv(&self->node, sizeof(msg), 1000 + i, sizeof(msg), 1000 + i))
+			TH_LOG("message %u", i);
+		/* (Our receive slots posted again for the CREDITs.) */
+		ASSERT_EQ(0, raw_poll(r));
+	}
+	EXPECT_EQ(0, raw_wait(r, sends_done, FLOOD));
+}
+
+ZCX_NET_HARNESS_MAIN
