@@ -24,14 +24,22 @@
  * cannot be read fails the receive it matched, and a sender that
  * ignores its credits (Soft-RoCE only: iWARP has no retry for a
  * receiver without a buffer) holds up only its own connection and loses
- * nothing.  Each test's teardown checks that no connection is left
- * holding zcx_ib.
+ * nothing.  Last it plays a node (a listener of its own) that an
+ * endpoint connects to: a node that speaks the protocol gets the hello,
+ * inline messages, and RTSs whose sends wait for its FIN and take its
+ * status; a node that answers what was never asked (a FIN for another
+ * send, of a status that is no errno of user space's, of the wrong size;
+ * credits it never had, none, or with a flag; an EAGER the wrong way)
+ * loses the connection, and the send waiting on it fails.  Each test's
+ * teardown checks that no connection is left holding zcx_ib.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
 #include <string.h>
@@ -93,12 +101,13 @@ struct wire_fin {
 };
 
 /*
- * The raw peer's memory, one registration: receive slots for the
- * replies (FIN, CREDIT), then send slots (a message each, so that many
- * may be in flight), then the data its RTS and GET messages name.
+ * The raw peer's memory, one registration: receive slots (for the
+ * node's replies, or, playing a node, zcx's messages), then send slots
+ * (a message each, so that many may be in flight), then the data its
+ * RTS and GET messages name.
  */
 #define RAW_RECVS	64
-#define RAW_RECV_SIZE	64
+#define RAW_RECV_SIZE	8192
 #define RAW_SENDS	256
 #define RAW_SEND_SIZE	8192	/* more than a message may be */
 #define RAW_DATA_SIZE	(64 << 10)
@@ -120,6 +129,10 @@ struct raw {
 	unsigned int credits_back;
 	unsigned int fins;
 	struct wire_fin fin;	/* the last FIN */
+	unsigned int msgs;	/* messages received ... */
+	uint32_t got_len;	/* ... the last one's length ... */
+	unsigned char got[RAW_RECV_SIZE];	/* ... and bytes */
+	bool shared_ch;		/* @ch is a listener's */
 };
 
 /* The next CM event within @ms: its type, or -1. */
@@ -174,10 +187,12 @@ static int raw_poll(struct raw *r)
 				r->sends_done++;
 				continue;
 			}
-			memcpy(&hdr, r->mem + wc[i].wr_id * RAW_RECV_SIZE, sizeof(hdr));
-			if (hdr.type == W_FIN) {
-				memcpy(&r->fin, r->mem + wc[i].wr_id * RAW_RECV_SIZE + sizeof(hdr),
-				       sizeof(r->fin));
+			r->got_len = wc[i].byte_len;
+			memcpy(r->got, r->mem + wc[i].wr_id * RAW_RECV_SIZE, r->got_len);
+			r->msgs++;
+			memcpy(&hdr, r->got, sizeof(hdr));
+			if (r->got_len >= sizeof(hdr) + sizeof(r->fin) && hdr.type == W_FIN) {
+				memcpy(&r->fin, r->got + sizeof(hdr), sizeof(r->fin));
 				r->fins++;
 			} else if (hdr.type == W_CREDIT) {
 				r->credits_back += le16toh(hdr.credits);
@@ -203,15 +218,15 @@ static void raw_close(struct raw *r)
 		ibv_dealloc_pd(r->pd);
 	if (r->id)
 		rdma_destroy_id(r->id);
-	if (r->ch)
+	if (r->ch && !r->shared_ch)
 		rdma_destroy_event_channel(r->ch);
 	if (r->mem)
 		munmap(r->mem, RAW_MEM_SIZE);
 	memset(r, 0, sizeof(*r));
 }
 
-/* Resolve @to's node and set up a queue pair there; 0 or -1. */
-static int raw_prepare(struct raw *r, const struct zcx_addr *to)
+/* Memory, registration and queue pair for @r->id, receives posted; 0 or -1. */
+static int raw_setup(struct raw *r)
 {
 	struct ibv_qp_init_attr qpa = {
 		.cap = {
@@ -223,25 +238,14 @@ static int raw_prepare(struct raw *r, const struct zcx_addr *to)
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 1,
 	};
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = to->port };
 	unsigned int i;
 
-	memset(r, 0, sizeof(*r));
-	memcpy(&sin.sin_addr, to->ip, 4);
 	r->mem = mmap(NULL, RAW_MEM_SIZE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
 		      -1, 0);
 	if (r->mem == MAP_FAILED) {
 		r->mem = NULL;
 		return -1;
 	}
-	r->ch = rdma_create_event_channel();
-	if (!r->ch || fcntl(r->ch->fd, F_SETFL, O_NONBLOCK) ||
-	    rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
-	    rdma_resolve_addr(r->id, NULL, (struct sockaddr *)&sin, RAW_WAIT_MS) ||
-	    raw_event(r, RAW_WAIT_MS) != RDMA_CM_EVENT_ADDR_RESOLVED ||
-	    rdma_resolve_route(r->id, RAW_WAIT_MS) ||
-	    raw_event(r, RAW_WAIT_MS) != RDMA_CM_EVENT_ROUTE_RESOLVED)
-		return -1;
 	r->pd = ibv_alloc_pd(r->id->verbs);
 	r->cq = r->pd ? ibv_create_cq(r->id->verbs, 2 * (RAW_SENDS + RAW_RECVS), NULL, NULL, 0)
 		      : NULL;
@@ -257,6 +261,35 @@ static int raw_prepare(struct raw *r, const struct zcx_addr *to)
 		if (raw_post_recv(r, i))
 			return -1;
 	return 0;
+}
+
+/* An event channel that does not block, or NULL. */
+static struct rdma_event_channel *raw_channel(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+
+	if (ch && fcntl(ch->fd, F_SETFL, O_NONBLOCK)) {
+		rdma_destroy_event_channel(ch);
+		ch = NULL;
+	}
+	return ch;
+}
+
+/* Resolve @to's node and set up a queue pair there; 0 or -1. */
+static int raw_prepare(struct raw *r, const struct zcx_addr *to)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = to->port };
+
+	memset(r, 0, sizeof(*r));
+	memcpy(&sin.sin_addr, to->ip, 4);
+	r->ch = raw_channel();
+	if (!r->ch || rdma_create_id(r->ch, &r->id, NULL, RDMA_PS_TCP) ||
+	    rdma_resolve_addr(r->id, NULL, (struct sockaddr *)&sin, RAW_WAIT_MS) ||
+	    raw_event(r, RAW_WAIT_MS) != RDMA_CM_EVENT_ADDR_RESOLVED ||
+	    rdma_resolve_route(r->id, RAW_WAIT_MS) ||
+	    raw_event(r, RAW_WAIT_MS) != RDMA_CM_EVENT_ROUTE_RESOLVED)
+		return -1;
+	return raw_setup(r);
 }
 
 /* What we ask of the connection, sending the @len bytes of @hello. */
@@ -981,6 +1014,279 @@ TEST_F_TIMEOUT(wire, a_sender_ignoring_credits_holds_up_only_itself, 600)
 		ASSERT_EQ(0, raw_poll(r));
 	}
 	EXPECT_EQ(0, raw_wait(r, sends_done, FLOOD));
+}
+
+/*
+ * Playing a node that an endpoint connects to: a listener of our own on
+ * the tests' address, at FAKE_PORT, and the connection it accepted.
+ */
+#define FAKE_PORT	7472
+
+struct fake {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	struct raw conn;
+	struct wire_hello hello;	/* what the endpoint's node sent */
+	pthread_t thread;
+	int accepted;			/* 0 once established */
+};
+
+static int fake_listen(struct fake *f)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(FAKE_PORT) };
+
+	memset(f, 0, sizeof(*f));
+	if (inet_pton(AF_INET, NET_IP, &sin.sin_addr) != 1)
+		return -1;
+	f->ch = raw_channel();
+	if (!f->ch || rdma_create_id(f->ch, &f->listen, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(f->listen, (struct sockaddr *)&sin) || rdma_listen(f->listen, 4))
+		return -1;
+	return 0;
+}
+
+static void fake_close(struct fake *f)
+{
+	raw_close(&f->conn);
+	if (f->listen)
+		rdma_destroy_id(f->listen);
+	if (f->ch)
+		rdma_destroy_event_channel(f->ch);
+	memset(f, 0, sizeof(*f));
+}
+
+/* (A thread:) accept the next request, keeping its hello. */
+static void *fake_accept(void *arg)
+{
+	struct rdma_conn_param param = {
+		/* We READ from it; it never reads from us. */
+		.responder_resources = 0,
+		.initiator_depth = 1,
+		.rnr_retry_count = 7,
+		.flow_control = 1,
+	};
+	struct fake *f = arg;
+	struct pollfd pfd = { .fd = f->ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	f->accepted = -1;
+	raw_close(&f->conn);
+	/* (What the previous connection's id still had to say is passed over.) */
+	while (!f->conn.id) {
+		if (poll(&pfd, 1, RAW_WAIT_MS) != 1 || rdma_get_cm_event(f->ch, &ev))
+			return NULL;
+		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+		    ev->param.conn.private_data_len >= sizeof(f->hello)) {
+			memcpy(&f->hello, ev->param.conn.private_data, sizeof(f->hello));
+			f->conn.id = ev->id;
+			f->conn.ch = f->ch;
+			f->conn.shared_ch = true;
+		}
+		rdma_ack_cm_event(ev);
+	}
+	if (f->conn.id && !raw_setup(&f->conn) && !rdma_accept(f->conn.id, &param) &&
+	    raw_event(&f->conn, RAW_WAIT_MS) == RDMA_CM_EVENT_ESTABLISHED) {
+		f->conn.connected = true;
+		f->accepted = 0;
+	}
+	return NULL;
+}
+
+#define FAKE_EP_ID	7
+#define FAKE_KEY	0x1234567890abcdefULL
+
+/*
+ * @ep connected through the network to an endpoint of the fake node (the
+ * tests' address, FAKE_PORT): its connection number in *@peer, the
+ * fake's side in f->conn; 0, or -1.
+ */
+static int fake_connect(struct fake *f, struct zcx_ep *ep, uint32_t *peer)
+{
+	struct zcx_addr to;
+	int ret;
+
+	zcx_ep_addr(ep, &to);
+	to.port = htons(FAKE_PORT);
+	to.id = FAKE_EP_ID;
+	to.key = FAKE_KEY;
+	if (pthread_create(&f->thread, NULL, fake_accept, f))
+		return -1;
+	ret = zcx_ep_connect_flags(ep, &to, ZCX_CONNECT_NET, peer);
+	pthread_join(f->thread, NULL);
+	return ret || f->accepted ? -1 : 0;
+}
+
+static bool msgs_came(const struct raw *r, unsigned int n)
+{
+	return r->msgs >= n;
+}
+
+/* The next message from the endpoint's node: its header, and 0 or -1. */
+static int fake_next(struct fake *f, struct wire_hdr *hdr)
+{
+	if (raw_wait(&f->conn, msgs_came, f->conn.msgs + 1) || f->conn.got_len < sizeof(*hdr))
+		return -1;
+	memcpy(hdr, f->conn.got, sizeof(*hdr));
+	return 0;
+}
+
+/* READ the segments of the RTS just received into our data area: 0 or -1. */
+static int fake_pull(struct fake *f)
+{
+	struct raw *r = &f->conn;
+	const struct wire_rts *rts = (const void *)(r->got + sizeof(struct wire_hdr));
+	unsigned int want = r->sends_done + le32toh(rts->nseg);
+	size_t off = 0;
+	uint32_t i;
+
+	for (i = 0; i < le32toh(rts->nseg); i++) {
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)(r->mem + RAW_DATA_OFF + off),
+			.length = le32toh(rts->segs[i].len),
+			.lkey = r->mr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ,
+			.wr.rdma.remote_addr = le64toh(rts->segs[i].addr),
+			.wr.rdma.rkey = le32toh(rts->segs[i].rkey),
+		}, *bad;
+
+		if (off + sge.length > RAW_DATA_SIZE || ibv_post_send(r->id->qp, &wr, &bad))
+			return -1;
+		off += sge.length;
+	}
+	return raw_wait(r, sends_done, want);
+}
+
+/* A FIN for cookie @cookie with @status (and @len bytes of body). */
+static int fake_fin(struct fake *f, uint64_t cookie, uint32_t status, size_t len)
+{
+	struct wire_fin fin = { .cookie = cookie, .status = htole32(status) };
+	unsigned char body[sizeof(fin) + 1] = { 0 };
+
+	memcpy(body, &fin, sizeof(fin));
+	return raw_post(&f->conn, W_FIN, 0, 0, 0, body, len, -1);
+}
+
+/*
+ * The positive control for a node's side: the endpoint's hello, an
+ * inline message, a rendezvous one read from its pages and completed by
+ * our FIN (not before), and a FIN's error handed to the send.
+ */
+TEST_F_TIMEOUT(wire, a_node_that_speaks_the_protocol, 300)
+{
+	unsigned char out[8192];
+	struct zcx_req req;
+	struct wire_hdr hdr;
+	struct fake f;
+	uint32_t peer;
+	uint64_t cookie;
+
+	ASSERT_EQ(0, fake_listen(&f));
+	ASSERT_EQ(0, fake_connect(&f, self->node.good, &peer));
+	EXPECT_EQ(WIRE_MAGIC, le32toh(f.hello.magic));
+	EXPECT_EQ(WIRE_VERSION, le16toh(f.hello.version));
+	EXPECT_EQ(FAKE_EP_ID, le64toh(f.hello.ep_id));
+	EXPECT_EQ(FAKE_KEY, le64toh(f.hello.key));
+	/* Inline. */
+	xpat_fill(out, 100, 6);
+	ASSERT_EQ(0, zcx_send(self->node.good, peer, out, 100, TAG));
+	ASSERT_EQ(0, fake_next(&f, &hdr));
+	EXPECT_EQ(W_EAGER, hdr.type);
+	EXPECT_EQ(TAG, le64toh(hdr.tag));
+	ASSERT_EQ(100, le32toh(hdr.len));
+	EXPECT_GT(0, xpat_check(f.conn.got + sizeof(hdr), 100, 6));
+	/* Rendezvous: pending until our FIN. */
+	xpat_fill(out, sizeof(out), 7);
+	memset(&req, 0, sizeof(req));
+	ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG + 1, &req));
+	ASSERT_EQ(0, zcx_ep_flush(self->node.good));
+	ASSERT_EQ(0, fake_next(&f, &hdr));
+	ASSERT_EQ(W_RTS, hdr.type);
+	EXPECT_EQ(TAG + 1, le64toh(hdr.tag));
+	ASSERT_EQ(0, fake_pull(&f));
+	EXPECT_GT(0, xpat_check(f.conn.mem + RAW_DATA_OFF, sizeof(out), 7));
+	EXPECT_EQ(0, zcx_test(self->node.good, &req));
+	cookie = ((struct wire_rts *)(f.conn.got + sizeof(hdr)))->cookie;
+	ASSERT_EQ(0, fake_fin(&f, cookie, 0, sizeof(struct wire_fin)));
+	EXPECT_EQ(0, xwait_bounded(self->node.good, &req, RAW_WAIT_MS));
+	/* The receiver's error, as the FIN tells it. */
+	memset(&req, 0, sizeof(req));
+	ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG + 2, &req));
+	ASSERT_EQ(0, zcx_ep_flush(self->node.good));
+	ASSERT_EQ(0, fake_next(&f, &hdr));
+	ASSERT_EQ(W_RTS, hdr.type);
+	cookie = ((struct wire_rts *)(f.conn.got + sizeof(hdr)))->cookie;
+	ASSERT_EQ(0, fake_fin(&f, cookie, -EACCES, sizeof(struct wire_fin)));
+	EXPECT_EQ(-EACCES, xwait_bounded(self->node.good, &req, RAW_WAIT_MS));
+	fake_close(&f);
+}
+
+/*
+ * Answers that are not the protocol, each on a connection of its own
+ * while a rendezvous send waits for its FIN: the send fails, and the
+ * connection goes.
+ */
+struct broken_answer {
+	const char *what;
+	uint8_t type;
+	uint8_t flags;
+	uint16_t credits;
+	bool other_cookie;
+	uint32_t status;
+	size_t len;
+};
+
+static const struct broken_answer broken_answers[] = {
+	{ "a FIN for another send", .type = W_FIN, .other_cookie = true,
+	  .len = sizeof(struct wire_fin) },
+	{ "a FIN with a positive status", .type = W_FIN, .status = 1,
+	  .len = sizeof(struct wire_fin) },
+	{ "a FIN with the kernel's own errno", .type = W_FIN, .status = -512,
+	  .len = sizeof(struct wire_fin) },
+	{ "a FIN a byte short", .type = W_FIN, .len = sizeof(struct wire_fin) - 1 },
+	{ "a FIN a byte long", .type = W_FIN, .len = sizeof(struct wire_fin) + 1 },
+	{ "more credits than buffers", .type = W_CREDIT, .credits = WIRE_CREDITS },
+	{ "a CREDIT of none", .type = W_CREDIT },
+	{ "a CREDIT with a flag unknown", .type = W_CREDIT, .credits = 1, .flags = 2 },
+	{ "a message the wrong way", .type = W_EAGER, .len = 10 },
+};
+
+TEST_F_TIMEOUT(wire, a_node_breaking_the_protocol_fails_the_sends_to_it, 600)
+{
+	unsigned char out[8192] = { 0 };
+	struct zcx_req req;
+	struct wire_hdr hdr;
+	struct fake f;
+	unsigned int i;
+	uint32_t peer;
+	uint64_t cookie;
+
+	ASSERT_EQ(0, fake_listen(&f));
+	for (i = 0; i < sizeof(broken_answers) / sizeof(broken_answers[0]); i++) {
+		const struct broken_answer *b = &broken_answers[i];
+
+		ASSERT_EQ(0, fake_connect(&f, self->node.good, &peer)) TH_LOG("%s", b->what);
+		memset(&req, 0, sizeof(req));
+		ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG, &req));
+		ASSERT_EQ(0, zcx_ep_flush(self->node.good));
+		ASSERT_EQ(0, fake_next(&f, &hdr));
+		ASSERT_EQ(W_RTS, hdr.type);
+		cookie = ((struct wire_rts *)(f.conn.got + sizeof(hdr)))->cookie;
+		if (b->type == W_FIN) {
+			ASSERT_EQ(0, fake_fin(&f, b->other_cookie ? cookie + 1 : cookie,
+					      b->status, b->len));
+		} else {
+			ASSERT_EQ(0, raw_post(&f.conn, b->type, b->flags, b->credits, 0, out,
+					      b->len, -1));
+		}
+		EXPECT_EQ(-ECONNRESET, xwait_bounded(self->node.good, &req, RAW_WAIT_MS))
+			TH_LOG("%s", b->what);
+		EXPECT_TRUE(raw_dropped(&f.conn)) TH_LOG("%s: the connection stayed", b->what);
+	}
+	fake_close(&f);
 }
 
 ZCX_NET_HARNESS_MAIN

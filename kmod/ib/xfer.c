@@ -342,19 +342,20 @@ static void zcx_ib_ctl_post_locked(struct zcx_ib_conn *conn)
  * A completion's outcome: 0, or -ECONNRESET if its work request failed.
  * That leaves the queue pair in the error state, which the device need
  * not announce (Soft-RoCE does not after a peer's access error), flushing
- * what is posted: unless the connection is being torn down already
- * (which flushes too), it goes.
+ * what is posted: a live connection goes.  One still connecting is left
+ * to its CM event (Soft-iWARP flushes the receives of a rejected one
+ * before it reports the rejection), one being torn down is going already.
  */
 static int zcx_ib_wc_result(struct zcx_ib_conn *conn, const struct ib_wc *wc)
 {
-	bool dead;
+	bool live;
 
 	if (wc->status == IB_WC_SUCCESS)
 		return 0;
 	spin_lock(&conn->lock);
-	dead = conn->state == ZCX_IB_DEAD;
+	live = conn->state == ZCX_IB_LIVE;
 	spin_unlock(&conn->lock);
-	if (wc->status != IB_WC_WR_FLUSH_ERR || !dead)
+	if (live)
 		zcx_ib_conn_schedule_kill(conn);
 	return -ECONNRESET;
 }
@@ -1329,7 +1330,7 @@ static int zcx_ib_fin(struct zcx_ib_conn *conn, const struct zcx_ib_fin *fin)
 	struct zcx_ib_tx *tx, *end = NULL;
 	int ret = -EPROTO;
 
-	if (status > 0 || status < -MAX_ERRNO)
+	if (status > 0 || status < -ZCX_IB_ERRNO_MAX)
 		return -EPROTO;
 	spin_lock(&conn->lock);
 	list_for_each_entry(tx, &conn->held, link) {
@@ -1729,7 +1730,7 @@ static void zcx_ib_answer(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 	hdr->len = cpu_to_le32(sizeof(*fin));
 	hdr->type = ZCX_IB_FIN;
 	fin->cookie = rts->cookie;
-	fin->status = cpu_to_le32(tx->status);
+	fin->status = cpu_to_le32(tx->status < -ZCX_IB_ERRNO_MAX ? -EIO : tx->status);
 	ret = zcx_ib_msg_map(conn, tx);
 	if (ret)
 		goto fail;

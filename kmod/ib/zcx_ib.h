@@ -36,6 +36,7 @@
 #define ZCX_IB_H
 
 #include <linux/completion.h>
+#include <linux/errno.h>
 #include <linux/kref.h>
 #include <linux/mutex.h>
 #include <linux/rwsem.h>
@@ -191,6 +192,9 @@ struct zcx_ib_fin {
 	__le32 status;		/* 0, or the negative errno the send completes with */
 	__le32 reserved;
 };
+
+/* A FIN's errnos are user space's: the kernel's own start at ERESTARTSYS. */
+#define ZCX_IB_ERRNO_MAX	(ERESTARTSYS - 1)
 
 enum zcx_ib_state {
 	ZCX_IB_CONNECTING,
