@@ -125,7 +125,8 @@ struct raw {
 	unsigned char *mem;
 	bool connected;
 	unsigned int next_send;	/* send slot */
-	unsigned int sends_done;
+	unsigned int sends_done;	/* READs included ... */
+	unsigned int reads_done;	/* ... which are also counted here */
 	unsigned int credits_back;
 	unsigned int fins;
 	struct wire_fin fin;	/* the last FIN */
@@ -185,6 +186,7 @@ static int raw_poll(struct raw *r)
 			}
 			if (wc[i].opcode != IBV_WC_RECV) {
 				r->sends_done++;
+				r->reads_done += wc[i].opcode == IBV_WC_RDMA_READ;
 				continue;
 			}
 			r->got_len = wc[i].byte_len;
@@ -564,9 +566,51 @@ static int node_still_receives(struct node *n, uint64_t tag)
 	return node_recv(n, sizeof(msg), tag, sizeof(msg), 77);
 }
 
+/*
+ * Playing a node that an endpoint connects to: a listener of our own on
+ * the tests' address, at a port of the system's choice (@port, network
+ * order), and the connection it accepted.
+ */
+
+struct fake {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *listen;
+	uint16_t port;
+	struct raw conn;
+	struct wire_hello hello;	/* what the endpoint's node sent */
+	pthread_t thread;
+	int accepted;			/* 0 once established */
+};
+
+static int fake_listen(struct fake *f)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+
+	memset(f, 0, sizeof(*f));
+	if (inet_pton(AF_INET, NET_IP, &sin.sin_addr) != 1)
+		return -1;
+	f->ch = raw_channel();
+	if (!f->ch || rdma_create_id(f->ch, &f->listen, NULL, RDMA_PS_TCP) ||
+	    rdma_bind_addr(f->listen, (struct sockaddr *)&sin) || rdma_listen(f->listen, 4))
+		return -1;
+	f->port = rdma_get_src_port(f->listen);
+	return 0;
+}
+
+static void fake_close(struct fake *f)
+{
+	raw_close(&f->conn);
+	if (f->listen)
+		rdma_destroy_id(f->listen);
+	if (f->ch)
+		rdma_destroy_event_channel(f->ch);
+	memset(f, 0, sizeof(*f));
+}
+
 FIXTURE(wire) {
 	struct node node;
 	struct raw raw;
+	struct fake fake;
 };
 
 FIXTURE_SETUP(wire)
@@ -578,6 +622,7 @@ FIXTURE_SETUP(wire)
 FIXTURE_TEARDOWN(wire)
 {
 	raw_close(&self->raw);
+	fake_close(&self->fake);
 	node_close(&self->node);
 	ZCX_NET_FIXTURE_DOWN();
 }
@@ -954,6 +999,7 @@ TEST_F_TIMEOUT(wire, a_refused_connection_fails_no_receive, 300)
 	struct zcx_req req = { 0 };
 	struct zcx_addr addr;
 	unsigned char in[300], out[300];
+	char limit[24];
 	long long refs;
 	uint32_t peer;
 
@@ -963,9 +1009,10 @@ TEST_F_TIMEOUT(wire, a_refused_connection_fails_no_receive, 300)
 	ASSERT_EQ(0, zcx_irecv(lone, in, sizeof(in), TAG, UINT64_MAX, &req));
 	ASSERT_EQ(0, zcx_ep_flush(lone));
 	refs = zcx_test_read_number("/sys/module/zcx_ib/refcnt");
+	snprintf(limit, sizeof(limit), "%lld", zcx_test_read_number(BACKEND_PARAM("max_accepted")));
 	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("max_accepted"), "0"));
 	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(&self->raw, &addr, &hello, sizeof(hello)));
-	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("max_accepted"), "1024"));
+	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("max_accepted"), limit));
 	raw_close(&self->raw);
 	/* The refused connection is gone (torn down by its work item). */
 	ASSERT_TRUE(backend_refs_back_to(refs));
@@ -1016,45 +1063,6 @@ TEST_F_TIMEOUT(wire, a_sender_ignoring_credits_holds_up_only_itself, 600)
 	EXPECT_EQ(0, raw_wait(r, sends_done, FLOOD));
 }
 
-/*
- * Playing a node that an endpoint connects to: a listener of our own on
- * the tests' address, at FAKE_PORT, and the connection it accepted.
- */
-#define FAKE_PORT	7472
-
-struct fake {
-	struct rdma_event_channel *ch;
-	struct rdma_cm_id *listen;
-	struct raw conn;
-	struct wire_hello hello;	/* what the endpoint's node sent */
-	pthread_t thread;
-	int accepted;			/* 0 once established */
-};
-
-static int fake_listen(struct fake *f)
-{
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(FAKE_PORT) };
-
-	memset(f, 0, sizeof(*f));
-	if (inet_pton(AF_INET, NET_IP, &sin.sin_addr) != 1)
-		return -1;
-	f->ch = raw_channel();
-	if (!f->ch || rdma_create_id(f->ch, &f->listen, NULL, RDMA_PS_TCP) ||
-	    rdma_bind_addr(f->listen, (struct sockaddr *)&sin) || rdma_listen(f->listen, 4))
-		return -1;
-	return 0;
-}
-
-static void fake_close(struct fake *f)
-{
-	raw_close(&f->conn);
-	if (f->listen)
-		rdma_destroy_id(f->listen);
-	if (f->ch)
-		rdma_destroy_event_channel(f->ch);
-	memset(f, 0, sizeof(*f));
-}
-
 /* (A thread:) accept the next request, keeping its hello. */
 static void *fake_accept(void *arg)
 {
@@ -1073,6 +1081,8 @@ static void *fake_accept(void *arg)
 	raw_close(&f->conn);
 	/* (What the previous connection's id still had to say is passed over.) */
 	while (!f->conn.id) {
+		struct rdma_cm_id *not_ours = NULL;
+
 		if (poll(&pfd, 1, RAW_WAIT_MS) != 1 || rdma_get_cm_event(f->ch, &ev))
 			return NULL;
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
@@ -1081,8 +1091,14 @@ static void *fake_accept(void *arg)
 			f->conn.id = ev->id;
 			f->conn.ch = f->ch;
 			f->conn.shared_ch = true;
+		} else if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+			not_ours = ev->id;
 		}
 		rdma_ack_cm_event(ev);
+		if (not_ours) {
+			rdma_reject(not_ours, NULL, 0);
+			rdma_destroy_id(not_ours);
+		}
 	}
 	if (f->conn.id && !raw_setup(&f->conn) && !rdma_accept(f->conn.id, &param) &&
 	    raw_event(&f->conn, RAW_WAIT_MS) == RDMA_CM_EVENT_ESTABLISHED) {
@@ -1097,8 +1113,8 @@ static void *fake_accept(void *arg)
 
 /*
  * @ep connected through the network to an endpoint of the fake node (the
- * tests' address, FAKE_PORT): its connection number in *@peer, the
- * fake's side in f->conn; 0, or -1.
+ * tests' address, f->port): its connection number in *@peer, the fake's
+ * side in f->conn; 0, or -1.
  */
 static int fake_connect(struct fake *f, struct zcx_ep *ep, uint32_t *peer)
 {
@@ -1106,7 +1122,7 @@ static int fake_connect(struct fake *f, struct zcx_ep *ep, uint32_t *peer)
 	int ret;
 
 	zcx_ep_addr(ep, &to);
-	to.port = htons(FAKE_PORT);
+	to.port = f->port;
 	to.id = FAKE_EP_ID;
 	to.key = FAKE_KEY;
 	if (pthread_create(&f->thread, NULL, fake_accept, f))
@@ -1130,12 +1146,17 @@ static int fake_next(struct fake *f, struct wire_hdr *hdr)
 	return 0;
 }
 
+static bool reads_came(const struct raw *r, unsigned int n)
+{
+	return r->reads_done >= n;
+}
+
 /* READ the segments of the RTS just received into our data area: 0 or -1. */
 static int fake_pull(struct fake *f)
 {
 	struct raw *r = &f->conn;
 	const struct wire_rts *rts = (const void *)(r->got + sizeof(struct wire_hdr));
-	unsigned int want = r->sends_done + le32toh(rts->nseg);
+	unsigned int want = r->reads_done + le32toh(rts->nseg);
 	size_t off = 0;
 	uint32_t i;
 
@@ -1157,7 +1178,7 @@ static int fake_pull(struct fake *f)
 			return -1;
 		off += sge.length;
 	}
-	return raw_wait(r, sends_done, want);
+	return raw_wait(r, reads_came, want);
 }
 
 /* A FIN for cookie @cookie with @status (and @len bytes of body). */
@@ -1180,48 +1201,50 @@ TEST_F_TIMEOUT(wire, a_node_that_speaks_the_protocol, 300)
 	unsigned char out[8192];
 	struct zcx_req req;
 	struct wire_hdr hdr;
-	struct fake f;
+	struct fake *f = &self->fake;
 	uint32_t peer;
 	uint64_t cookie;
 
-	ASSERT_EQ(0, fake_listen(&f));
-	ASSERT_EQ(0, fake_connect(&f, self->node.good, &peer));
-	EXPECT_EQ(WIRE_MAGIC, le32toh(f.hello.magic));
-	EXPECT_EQ(WIRE_VERSION, le16toh(f.hello.version));
-	EXPECT_EQ(FAKE_EP_ID, le64toh(f.hello.ep_id));
-	EXPECT_EQ(FAKE_KEY, le64toh(f.hello.key));
+	ASSERT_EQ(0, fake_listen(f));
+	ASSERT_EQ(0, fake_connect(f, self->node.good, &peer));
+	EXPECT_EQ(WIRE_MAGIC, le32toh(f->hello.magic));
+	EXPECT_EQ(WIRE_VERSION, le16toh(f->hello.version));
+	EXPECT_EQ(FAKE_EP_ID, le64toh(f->hello.ep_id));
+	EXPECT_EQ(FAKE_KEY, le64toh(f->hello.key));
 	/* Inline. */
 	xpat_fill(out, 100, 6);
 	ASSERT_EQ(0, zcx_send(self->node.good, peer, out, 100, TAG));
-	ASSERT_EQ(0, fake_next(&f, &hdr));
+	ASSERT_EQ(0, fake_next(f, &hdr));
 	EXPECT_EQ(W_EAGER, hdr.type);
 	EXPECT_EQ(TAG, le64toh(hdr.tag));
 	ASSERT_EQ(100, le32toh(hdr.len));
-	EXPECT_GT(0, xpat_check(f.conn.got + sizeof(hdr), 100, 6));
+	EXPECT_GT(0, xpat_check(f->conn.got + sizeof(hdr), 100, 6));
 	/* Rendezvous: pending until our FIN. */
 	xpat_fill(out, sizeof(out), 7);
 	memset(&req, 0, sizeof(req));
 	ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG + 1, &req));
 	ASSERT_EQ(0, zcx_ep_flush(self->node.good));
-	ASSERT_EQ(0, fake_next(&f, &hdr));
+	ASSERT_EQ(0, fake_next(f, &hdr));
 	ASSERT_EQ(W_RTS, hdr.type);
 	EXPECT_EQ(TAG + 1, le64toh(hdr.tag));
-	ASSERT_EQ(0, fake_pull(&f));
-	EXPECT_GT(0, xpat_check(f.conn.mem + RAW_DATA_OFF, sizeof(out), 7));
+	ASSERT_EQ(0, fake_pull(f));
+	EXPECT_GT(0, xpat_check(f->conn.mem + RAW_DATA_OFF, sizeof(out), 7));
 	EXPECT_EQ(0, zcx_test(self->node.good, &req));
-	cookie = ((struct wire_rts *)(f.conn.got + sizeof(hdr)))->cookie;
-	ASSERT_EQ(0, fake_fin(&f, cookie, 0, sizeof(struct wire_fin)));
+	/* The credit the RTS took, given back (one more is not: below). */
+	ASSERT_EQ(0, raw_post(&f->conn, W_CREDIT, 0, 1, 0, out, 0, -1));
+	cookie = ((struct wire_rts *)(f->conn.got + sizeof(hdr)))->cookie;
+	ASSERT_EQ(0, fake_fin(f, cookie, 0, sizeof(struct wire_fin)));
 	EXPECT_EQ(0, xwait_bounded(self->node.good, &req, RAW_WAIT_MS));
 	/* The receiver's error, as the FIN tells it. */
 	memset(&req, 0, sizeof(req));
 	ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG + 2, &req));
 	ASSERT_EQ(0, zcx_ep_flush(self->node.good));
-	ASSERT_EQ(0, fake_next(&f, &hdr));
+	ASSERT_EQ(0, fake_next(f, &hdr));
 	ASSERT_EQ(W_RTS, hdr.type);
-	cookie = ((struct wire_rts *)(f.conn.got + sizeof(hdr)))->cookie;
-	ASSERT_EQ(0, fake_fin(&f, cookie, -EACCES, sizeof(struct wire_fin)));
+	cookie = ((struct wire_rts *)(f->conn.got + sizeof(hdr)))->cookie;
+	ASSERT_EQ(0, fake_fin(f, cookie, -EACCES, sizeof(struct wire_fin)));
 	EXPECT_EQ(-EACCES, xwait_bounded(self->node.good, &req, RAW_WAIT_MS));
-	fake_close(&f);
+	fake_close(f);
 }
 
 /*
@@ -1248,7 +1271,7 @@ static const struct broken_answer broken_answers[] = {
 	  .len = sizeof(struct wire_fin) },
 	{ "a FIN a byte short", .type = W_FIN, .len = sizeof(struct wire_fin) - 1 },
 	{ "a FIN a byte long", .type = W_FIN, .len = sizeof(struct wire_fin) + 1 },
-	{ "more credits than buffers", .type = W_CREDIT, .credits = WIRE_CREDITS },
+	{ "two credits back when one was owed", .type = W_CREDIT, .credits = 2 },
 	{ "a CREDIT of none", .type = W_CREDIT },
 	{ "a CREDIT with a flag unknown", .type = W_CREDIT, .credits = 1, .flags = 2 },
 	{ "a message the wrong way", .type = W_EAGER, .len = 10 },
@@ -1259,34 +1282,34 @@ TEST_F_TIMEOUT(wire, a_node_breaking_the_protocol_fails_the_sends_to_it, 600)
 	unsigned char out[8192] = { 0 };
 	struct zcx_req req;
 	struct wire_hdr hdr;
-	struct fake f;
+	struct fake *f = &self->fake;
 	unsigned int i;
 	uint32_t peer;
 	uint64_t cookie;
 
-	ASSERT_EQ(0, fake_listen(&f));
+	ASSERT_EQ(0, fake_listen(f));
 	for (i = 0; i < sizeof(broken_answers) / sizeof(broken_answers[0]); i++) {
 		const struct broken_answer *b = &broken_answers[i];
 
-		ASSERT_EQ(0, fake_connect(&f, self->node.good, &peer)) TH_LOG("%s", b->what);
+		ASSERT_EQ(0, fake_connect(f, self->node.good, &peer)) TH_LOG("%s", b->what);
 		memset(&req, 0, sizeof(req));
 		ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG, &req));
 		ASSERT_EQ(0, zcx_ep_flush(self->node.good));
-		ASSERT_EQ(0, fake_next(&f, &hdr));
+		ASSERT_EQ(0, fake_next(f, &hdr));
 		ASSERT_EQ(W_RTS, hdr.type);
-		cookie = ((struct wire_rts *)(f.conn.got + sizeof(hdr)))->cookie;
+		cookie = ((struct wire_rts *)(f->conn.got + sizeof(hdr)))->cookie;
 		if (b->type == W_FIN) {
-			ASSERT_EQ(0, fake_fin(&f, b->other_cookie ? cookie + 1 : cookie,
+			ASSERT_EQ(0, fake_fin(f, b->other_cookie ? cookie + 1 : cookie,
 					      b->status, b->len));
 		} else {
-			ASSERT_EQ(0, raw_post(&f.conn, b->type, b->flags, b->credits, 0, out,
+			ASSERT_EQ(0, raw_post(&f->conn, b->type, b->flags, b->credits, 0, out,
 					      b->len, -1));
 		}
 		EXPECT_EQ(-ECONNRESET, xwait_bounded(self->node.good, &req, RAW_WAIT_MS))
 			TH_LOG("%s", b->what);
-		EXPECT_TRUE(raw_dropped(&f.conn)) TH_LOG("%s: the connection stayed", b->what);
+		EXPECT_TRUE(raw_dropped(&f->conn)) TH_LOG("%s: the connection stayed", b->what);
 	}
-	fake_close(&f);
+	fake_close(f);
 }
 
 ZCX_NET_HARNESS_MAIN

@@ -482,6 +482,7 @@ reject:
 static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct zcx_ib_conn *conn = id->context;
+	bool broken;
 	int ret;
 
 	switch (ev->event) {
@@ -502,12 +503,14 @@ static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		spin_lock(&conn->lock);
-		if (conn->state == ZCX_IB_CONNECTING)
+		broken = conn->failed_connecting;
+		if (conn->state == ZCX_IB_CONNECTING && !broken)
 			conn->state = ZCX_IB_LIVE;
 		zcx_ib_keepalive_arm(conn);
 		spin_unlock(&conn->lock);
+		/* A failed connect is torn down by zcx_ib_connect(). */
 		if (!conn->passive)
-			zcx_ib_connect_done(conn, 0);
+			zcx_ib_connect_done(conn, broken ? -ECONNRESET : 0);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:

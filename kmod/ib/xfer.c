@@ -344,7 +344,8 @@ static void zcx_ib_ctl_post_locked(struct zcx_ib_conn *conn)
  * not announce (Soft-RoCE does not after a peer's access error), flushing
  * what is posted: a live connection goes.  One still connecting is left
  * to its CM event (Soft-iWARP flushes the receives of a rejected one
- * before it reports the rejection), one being torn down is going already.
+ * before it reports the rejection), which fails the connect if it was
+ * established; one being torn down is going already.
  */
 static int zcx_ib_wc_result(struct zcx_ib_conn *conn, const struct ib_wc *wc)
 {
@@ -354,6 +355,8 @@ static int zcx_ib_wc_result(struct zcx_ib_conn *conn, const struct ib_wc *wc)
 		return 0;
 	spin_lock(&conn->lock);
 	live = conn->state == ZCX_IB_LIVE;
+	if (conn->state == ZCX_IB_CONNECTING)
+		conn->failed_connecting = true;
 	spin_unlock(&conn->lock);
 	if (live)
 		zcx_ib_conn_schedule_kill(conn);
@@ -1469,6 +1472,12 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	len = le32_to_cpu(hdr->len);
 	tag = le64_to_cpu(hdr->tag);
 	type = hdr->type;
+	/*
+	 * Only a SEND is a message: a WRITE with immediate data (with a key
+	 * a GET gave) takes a buffer it leaves as it was.
+	 */
+	if (wc->opcode != IB_WC_RECV)
+		goto broken;
 	if (wc->byte_len < sizeof(*hdr) || len != wc->byte_len - sizeof(*hdr))
 		goto broken;
 	/* No message invalidates a registration of ours: some are kept. */

@@ -415,6 +415,9 @@ struct zcx_ib_tx {
  *		its endpoint let it in (the key was right) and not refused.
  * @refused:	passive: refused after its endpoint let it in (the node
  *		full, or setting it up failed), before it carried anything.
+ * @failed_connecting: active: a completion failed before it was
+ *		established, which it then is not (under @lock; a passive
+ *		one is live before it can complete anything).
  */
 struct zcx_ib_conn {
 	struct kref ref;
@@ -471,6 +474,7 @@ struct zcx_ib_conn {
 	bool base_ref;
 	bool counted;
 	bool refused;
+	bool failed_connecting;
 };
 
 /* main.c */
