@@ -29,9 +29,10 @@
  * inline messages, and RTSs whose sends wait for its FIN and take its
  * status; a node that answers what was never asked (a FIN for another
  * send, of a status that is no errno of user space's, of the wrong size;
- * credits it never had, none, or with a flag; an EAGER the wrong way)
- * loses the connection, and the send waiting on it fails.  Each test's
- * teardown checks that no connection is left holding zcx_ib.
+ * credits it never had, none, or with a flag; an EAGER the wrong way; a
+ * WRITE with immediate data, which takes a reply's buffer but is none)
+ * loses the connection, and the send or GET waiting on it fails.  Each
+ * test's teardown checks that no connection is left holding zcx_ib.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -1310,6 +1311,67 @@ TEST_F_TIMEOUT(wire, a_node_breaking_the_protocol_fails_the_sends_to_it, 600)
 		EXPECT_TRUE(raw_dropped(&f->conn)) TH_LOG("%s: the connection stayed", b->what);
 	}
 	fake_close(f);
+}
+
+
+/*
+ * The active side's receive buffers, for FINs and CREDITs: as many as
+ * FINs may be owed (128) and credits given back at once (zcx_ib.h's
+ * ZCX_IB_REPLY_DEPTH).  They are used in turn.
+ */
+#define WIRE_REPLY_BUFFERS	(128 + WIRE_CREDITS)
+
+/*
+ * A WRITE with immediate data through the key a GET gave takes one of the
+ * node's reply buffers and leaves it as it was: here, after a round of
+ * them, one that still holds a CREDIT the node would be owed now.  Only a
+ * SEND is an answer: the connection goes, and the GET fails.
+ */
+TEST_F_TIMEOUT(wire, a_write_with_immediate_data_is_no_answer, 300)
+{
+	struct fake *f = &self->fake;
+	unsigned char out[64] = { 0 }, in[64];
+	const struct wire_rts *get;
+	struct zcx_req req = { 0 };
+	struct wire_hdr hdr;
+	unsigned int i;
+	uint32_t peer;
+
+	if (!strcmp(zcx_net_rdma_type(), "siw"))
+		SKIP(return, "iWARP has no WRITE with immediate data");
+	ASSERT_EQ(0, fake_listen(f));
+	ASSERT_EQ(0, fake_connect(f, self->node.good, &peer));
+	/* Each buffer once, each message's credit given back by a CREDIT. */
+	for (i = 0; i < WIRE_REPLY_BUFFERS; i++) {
+		ASSERT_EQ(0, zcx_send(self->node.good, peer, out, sizeof(out), TAG));
+		ASSERT_EQ(0, fake_next(f, &hdr));
+		ASSERT_EQ(W_EAGER, hdr.type);
+		ASSERT_EQ(0, raw_post(&f->conn, W_CREDIT, 0, 1, 0, out, 0, -1));
+	}
+	ASSERT_EQ(0, zcx_iget(self->node.good, peer, in, sizeof(in), 0x10000, 1, &req));
+	ASSERT_EQ(0, zcx_ep_flush(self->node.good));
+	ASSERT_EQ(0, fake_next(f, &hdr));
+	ASSERT_EQ(W_GET, hdr.type);
+	get = (const void *)(f->conn.got + sizeof(hdr));
+	ASSERT_LT(0, le32toh(get->nseg));
+	{
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)(f->conn.mem + RAW_DATA_OFF),
+			.length = sizeof(struct wire_hdr),	/* what the CREDIT was */
+			.lkey = f->conn.mr->lkey,
+		};
+		struct ibv_send_wr wr = {
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+			.wr.rdma.remote_addr = le64toh(get->segs[0].addr),
+			.wr.rdma.rkey = le32toh(get->segs[0].rkey),
+		}, *bad;
+
+		ASSERT_EQ(0, ibv_post_send(f->conn.id->qp, &wr, &bad));
+	}
+	EXPECT_EQ(-ECONNRESET, xwait_bounded(self->node.good, &req, RAW_WAIT_MS));
+	EXPECT_TRUE(raw_dropped(&f->conn));
 }
 
 ZCX_NET_HARNESS_MAIN
