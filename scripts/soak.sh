@@ -5,7 +5,7 @@
 # time while stress-ng churns memory and the application keeps remapping
 # its own buffers, in a QEMU guest with zcx.ko loaded.
 #
-# Usage: scripts/soak.sh [-k KERNEL] [-t SECONDS] [-p PAIRS] [-s SEED]
+# Usage: scripts/soak.sh [-k KERNEL] [-t SECONDS] [-p PAIRS] [-s SEED] [-N]
 #
 #   -k KERNEL   debug | 6.1 | 6.12 | full kver (default: debug if
 #               scripts/debug-kernel.sh --print finds it built, else 6.12)
@@ -13,6 +13,10 @@
 #   -p PAIRS    process pairs of build/tools/zcx_soak (default 2)
 #   -s SEED     seed of zcx_soak's choices (default: random, printed; give
 #               it again to replay the same sequence of rounds)
+#   -N          through the network backend: Soft-RoCE on a veth in the
+#               guest, zcx_ib listening there, and zcx_soak -N (messages,
+#               puts and gets through zcx_ib; zcx_ib unloaded after the
+#               census, before the runner's leak scan)
 #
 # In the guest: stress-ng --vm --mmap --madvise --fork --brk runs for the
 # same time beside zcx_soak (which is shielded from the OOM killer,
@@ -36,15 +40,30 @@ usage() { sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//p}' "${BASH_SOURCE[0]
 
 # --- in the guest ----------------------------------------------------------
 #
-# scripts/soak.sh --guest SECONDS PAIRS SEED DIR: what runs inside the VM
-# (DIR: the run directory, for stress-ng's log).
+# scripts/soak.sh --guest SECONDS PAIRS SEED DIR [-N]: what runs inside
+# the VM (DIR: the run directory, for stress-ng's log).
 # Prints "soak-*:" lines for the host side and exits non-zero on a failed
 # check.
 if [ "${1:-}" = --guest ]; then
-	secs=$2 pairs=$3 seed=$4 dir=$5
+	secs=$2 pairs=$3 seed=$4 dir=$5 net=${6:-}
 	rc=0
 	zstat() { cat "/sys/class/misc/zcx/$1" 2>/dev/null || echo -1; }
 	zcxctl=$top/build/tools/zcxctl
+
+	if [ -n "$net" ]; then
+		# (On the debug kernel ib_core, rdma_cm and rxe are built in.)
+		modprobe rdma_cm 2>/dev/null || true
+		ip link add zcxsv0 type veth peer name zcxsv1
+		ip addr add 10.77.2.1/24 dev zcxsv0
+		ip link set zcxsv0 up
+		ip link set zcxsv1 up
+		rdma link add zcxs0 type rxe netdev zcxsv0
+		for _ in $(seq 100); do
+			grep -q ACTIVE /sys/class/infiniband/zcxs0/ports/1/state && break
+			sleep 0.1
+		done
+		insmod "$top/build/kmod-$(uname -r)/zcx_ib.ko" listen=10.77.2.1
+	fi
 
 	# stress-ng: one worker of each; each may hold at most 320 MiB of data.
 	# Without CAP_SYS_ADMIN: its madvise worker would otherwise poison its
@@ -65,7 +84,7 @@ if [ "${1:-}" = --guest ]; then
 	soak_rc=0
 	(
 		echo -1000 >/proc/self/oom_score_adj
-		ZCX_SPIN=0 exec "$top/build/tools/zcx_soak" -t "$secs" -p "$pairs" -s "$seed"
+		ZCX_SPIN=0 exec "$top/build/tools/zcx_soak" -t "$secs" -p "$pairs" -s "$seed" ${net:+"$net"}
 	) || soak_rc=$?
 	stress_rc=0
 	wait "$stress" || stress_rc=$?
@@ -93,19 +112,26 @@ if [ "${1:-}" = --guest ]; then
 	# The module's totals of invalidations by cause (closed contexts included).
 	"$zcxctl" stats 2>/dev/null | awk '$1 ~ /^(invalidations|inval_)/ { printf "%s=%s ", $1, $2 } END { print "" }' |
 		sed 's/^/soak-invalidations: /'
+	# zcx_ib goes first (it holds zcx.ko): its connections must all have
+	# been torn down, else its unloading fails.
+	if [ -n "$net" ] && ! rmmod zcx_ib; then
+		echo "soak-check: zcx_ib would not unload"
+		rc=1
+	fi
 
 	exit $rc
 fi
 
 # --- on the host -----------------------------------------------------------
 
-kernel='' secs=120 pairs=2 seed=''
-while getopts k:t:p:s:h opt; do
+kernel='' secs=120 pairs=2 seed='' net=''
+while getopts k:t:p:s:Nh opt; do
 	case $opt in
 	k) kernel=$OPTARG ;;
 	t) secs=$OPTARG ;;
 	p) pairs=$OPTARG ;;
 	s) seed=$OPTARG ;;
+	N) net=-N ;;
 	h) usage; exit 0 ;;
 	*) usage >&2; exit 2 ;;
 	esac
@@ -123,13 +149,13 @@ make -C "$top" -s lib zcxctl zcx_soak >/dev/null
 
 out=$top/build/soak/$kernel-$$
 mkdir -p "$out"
-echo "soak: kernel $kernel, $secs s, $pairs pairs, seed $seed; logs in $out"
+echo "soak: kernel $kernel, $secs s, $pairs pairs, seed $seed${net:+, through zcx_ib}; logs in $out"
 set +e
 # stress-ng's fork worker holds its mm's lock for the whole of a fork,
 # which on the debug kernel in TCG can outlast the runner's 30 s hung-task
 # timeout (khugepaged waiting on it is reported); the kernel's own default.
 VM_HUNG_TASK_SECS=${VM_HUNG_TASK_SECS:-120} VM_MEM=${VM_MEM:-3072} "$top/scripts/vm-run.sh" --kernel "$kernel" --out "$out" \
-	--timeout $((secs * 3 + 900)) -- "$top/scripts/soak.sh" --guest "$secs" "$pairs" "$seed" "$out" \
+	--timeout $((secs * 3 + 900)) -- "$top/scripts/soak.sh" --guest "$secs" "$pairs" "$seed" "$out" ${net:+"$net"} \
 	2>&1 | tee "$out/soak.log"
 vrc=${PIPESTATUS[0]}
 set -e

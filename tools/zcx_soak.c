@@ -3,7 +3,7 @@
  * zcx_soak - long-running mixed transfers with end-to-end verification
  * while the application keeps remapping its own buffers.
  *
- * Usage: zcx_soak [-t SECONDS] [-p PAIRS] [-s SEED] [-n] [-v]
+ * Usage: zcx_soak [-t SECONDS] [-p PAIRS] [-s SEED] [-n] [-N] [-v]
  *
  * Each pair is two processes with an endpoint each, connected both ways,
  * a barrier of two and (on the second process) an exposed region.  Both
@@ -16,7 +16,10 @@
  * wildcards in order); a put and a get through the exposed region; a
  * barrier.  Every message's bytes are a pattern of (seed, pair, round,
  * message), and the receiver checks each byte and that nothing beyond the
- * message was written.  Between rounds a process remaps its buffers at
+ * message was written.  With -N the messages, puts and gets go through
+ * the network backend (zcx_ib, ZCX_EP_NET endpoints connected with
+ * ZCX_CONNECT_NET) although both processes are on this node; the
+ * barrier stays the node's.  Between rounds a process remaps its buffers at
  * random: mmap(MAP_FIXED) over them, munmap + mmap at the same address,
  * mremap move, shrink + grow, madvise(MADV_DONTNEED), fork() of a child
  * that writes to them and exits, free/malloc/realloc of a brk heap; the
@@ -95,6 +98,7 @@ struct proc {
 };
 
 static bool verbose;
+static bool net;	/* -N */
 
 /* --- numbers and patterns --------------------------------------------- */
 
@@ -886,11 +890,12 @@ static int setup(struct proc *p, bool poll)
 	CALL(p, zcx_open(&p->zcx, 0));
 	CALL(p, zcx_query(p->zcx, &q));
 	p->thr = q.zcopy_threshold > 8 ? q.zcopy_threshold : 4096;
-	CALL(p, zcx_ep_create(p->zcx, poll ? ZCX_EP_POLL : 0, 0, &p->ep));
+	CALL(p, zcx_ep_create(p->zcx, (poll ? ZCX_EP_POLL : 0) | (net ? ZCX_EP_NET : 0), 0,
+			      &p->ep));
 	zcx_ep_addr(p->ep, &mine);
 	if (xio(p->wr, &mine, sizeof(mine), true) || xio(p->rd, &theirs, sizeof(theirs), false))
 		return fail(p, "address exchange", -EPIPE);
-	CALL(p, zcx_ep_connect(p->ep, &theirs, &p->peer));
+	CALL(p, zcx_ep_connect_flags(p->ep, &theirs, net ? ZCX_CONNECT_NET : 0, &p->peer));
 	if (p->rank == 0) {
 		CALL(p, zcx_barrier_create(p->ep, 2, &mine, &p->bar));
 		if (xio(p->wr, &mine, sizeof(mine), true))
@@ -1024,11 +1029,12 @@ static void totals(struct pstats *st, int n, struct pstats *t)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: zcx_soak [-t SECONDS] [-p PAIRS] [-s SEED] [-n] [-v]\n"
+	fprintf(f, "usage: zcx_soak [-t SECONDS] [-p PAIRS] [-s SEED] [-n] [-N] [-v]\n"
 		"  -t SECONDS  how long each pair runs (default 60)\n"
 		"  -p PAIRS    process pairs (default 2)\n"
 		"  -s SEED     seed of every choice (default: from the clock, printed)\n"
 		"  -n          no polling endpoints (default: odd pairs use ZCX_EP_POLL)\n"
+		"  -N          through the network backend (zcx_ib listening on an RDMA device)\n"
 		"  -v          progress of each pair\n");
 }
 
@@ -1042,7 +1048,7 @@ int main(int argc, char **argv)
 	int opt, i, alive;
 	char *end;
 
-	while ((opt = getopt(argc, argv, "t:p:s:nvh")) != -1) {
+	while ((opt = getopt(argc, argv, "t:p:s:nNvh")) != -1) {
 		switch (opt) {
 		case 't':
 			secs = strtoul(optarg, &end, 0);
@@ -1061,6 +1067,9 @@ int main(int argc, char **argv)
 			break;
 		case 'n':
 			nopoll = true;
+			break;
+		case 'N':
+			net = true;
 			break;
 		case 'v':
 			verbose = true;
