@@ -211,12 +211,13 @@ void zcx_reap_work(struct work_struct *work)
 /*
  * Reap, once the backends' registrations of DEAD regions are gone: they
  * go as soon as their device is done with the pages, which takes a
- * device's round trip, unless the device is stuck, so wait a second at
- * most.  Regions evicted for room then give it back.
+ * device's round trip and a worker's turn, unless the device is stuck,
+ * so wait five seconds at most (a loaded debug kernel in an emulator has
+ * taken more than one).  Regions evicted for room then give it back.
  */
 static void zcx_reap_watched(struct zcx_ctx *ctx)
 {
-	wait_var_event_timeout(&ctx->dead_watches, !READ_ONCE(ctx->dead_watches), HZ);
+	wait_var_event_timeout(&ctx->dead_watches, !READ_ONCE(ctx->dead_watches), 5 * HZ);
 	zcx_reap(ctx);
 }
 
@@ -798,8 +799,8 @@ unsigned int zcx_mr_evict_unused(struct zcx_ctx *ctx)
 }
 
 /*
- * Evict every unused region and wait until its pages are unpinned (a
- * second at most for those a backend's registration holds).
+ * Evict every unused region and wait until its pages are unpinned (five
+ * seconds at most for those a backend's registration holds).
  */
 unsigned int zcx_mr_flush(struct zcx_ctx *ctx)
 {

@@ -181,7 +181,7 @@ struct zcx_mr_dereg {
 
 /**
  * struct zcx_mr_flush - ZCX_IOC_MR_FLUSH: unpin every unused region now
- *		(waiting a second at most for one whose registration an
+ *		(waiting five seconds at most for one whose registration an
  *		RDMA connection keeps to be let go).
  * @flags:	in: must be zero.
  * @flushed:	out: regions dropped.
