@@ -62,6 +62,8 @@ if [ "${1:-}" = --guest ]; then
 			grep -q ACTIVE /sys/class/infiniband/zcxs0/ports/1/state && break
 			sleep 0.1
 		done
+		grep -q ACTIVE /sys/class/infiniband/zcxs0/ports/1/state ||
+			{ echo "soak-check: zcxs0's port not ACTIVE after 10 s"; exit 1; }
 		insmod "$top/build/kmod-$(uname -r)/zcx_ib.ko" listen=10.77.2.1
 	fi
 
