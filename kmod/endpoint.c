@@ -416,7 +416,11 @@ out_put_peer:
 	return ret;
 }
 
-/* Undo a connection whose number the caller never learnt. */
+/*
+ * Undo a connection whose number the caller never learnt.  One that a
+ * submission used already (its number guessed, by another thread) stays:
+ * what it queued at the peer is found through it when the endpoint goes.
+ */
 void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
 {
 	struct zcx_conn *conn = NULL;
@@ -428,7 +432,11 @@ void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
 	if (ep) {
 		/* Submissions use connections under sq_mutex, without a reference. */
 		mutex_lock(&ep->sq_mutex);
-		conn = xa_erase(&ep->conns, peer);
+		conn = xa_load(&ep->conns, peer);
+		if (conn && !conn->used)
+			xa_erase(&ep->conns, peer);
+		else
+			conn = NULL;
 		mutex_unlock(&ep->sq_mutex);
 	}
 	mutex_unlock(&ctx->ep_mutex);
@@ -643,6 +651,7 @@ static void zcx_sqe_start(struct zcx_ep *ep, struct zcx_op *op, const struct zcx
 		conn = xa_load(&ep->conns, sqe->peer);
 		if (!conn)
 			goto invalid;
+		conn->used = true;
 		if (sqe->opcode == ZCX_OP_SEND)
 			zcx_op_send(op, conn, sqe->handle);
 		else

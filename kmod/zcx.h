@@ -364,6 +364,7 @@ struct zcx_ep {
  * @peer:	the peer (a reference).
  * @eager:	eager messages queued unreceived at @peer (under
  *		peer->match_mutex), at most zcx_eager_credits.
+ * @used:	a submission used it (set under the owner's sq_mutex).
  * @ops:	for a peer on another node (@peer is NULL): the backend that
  *		carries the connection (a reference on its module) ...
  * @remote:	... and its state.
@@ -372,6 +373,7 @@ struct zcx_conn {
 	struct kref ref;
 	struct zcx_ep *peer;
 	unsigned int eager;
+	bool used;
 	const struct zcx_backend_ops *ops;
 	void *remote;
 };

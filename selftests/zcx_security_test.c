@@ -20,7 +20,8 @@
  *    (the pins a put or get from another node makes in remapped exposed
  *    memory: zcx_remap_test's pins_count_against_memlock);
  *  - an ioctl whose result cannot be copied out (EFAULT) leaves no object
- *    behind that the caller could not name;
+ *    behind that the caller could not name (a connection another thread
+ *    submitted on already stays, to be cleaned up with its endpoint);
  *  - no stale bytes reach userspace: every ioctl's output fields, passed
  *    in holding a pattern, come back with documented values and zeroed
  *    reserved words; the status area, rings and barrier pages hold
@@ -1020,6 +1021,148 @@ TEST_F(sec, unwritable_result_undoes_the_call)
 	munmap(r.map, r.c.mmap_size);
 	zcx_test_ctx_close(&t);
 	munmap(buf, 64 * KiB);
+}
+
+/*
+ * A connection whose connect cannot write its number back, but that
+ * another thread submitted on already (numbers are predictable: the
+ * lowest free), stays: the send queued through it at the peer is the
+ * endpoint's to cancel when it goes, so it must still find it.  (Undone,
+ * it would leave that send pinning this context's pages until the peer
+ * received it, and closing the context would wait for that.)  Endpoint a
+ * of context A has connection 0 to p, of context B; a thread submits a
+ * 64 MiB PUT through it, then a SEND on connection 1, in one doorbell.
+ * While the PUT copies (its first bytes have arrived), a's connect to b
+ * (B) with an unwritable result makes connection 1, and fails.
+ */
+#define RACE_PUT_LEN	(64UL << 20)
+#define RACE_SEND_LEN	(64 * KiB)
+
+static int entered;	/* enter_two() returned */
+
+static void *enter_two(void *arg)
+{
+	int ret = zcx_raw_enter(arg, 2, 0, 0);
+
+	__atomic_store_n(&entered, 1, __ATOMIC_RELEASE);
+	return (void *)(intptr_t)ret;
+}
+
+/* B's endpoint b receives one message of a's: its res, *len its length. */
+static int b_receives(struct zcx_raw_ep *b, uint64_t tag, void *buf, uint64_t *len)
+{
+	struct zcx_sqe recv = {
+		.opcode = ZCX_OP_RECV, .addr = (uintptr_t)buf, .len = RACE_SEND_LEN,
+		.tag = tag, .tag_mask = ~0ULL,
+	};
+	struct zcx_cqe cqe = { 0 };
+	int ret = rep_one(b, &recv, &cqe);
+
+	*len = cqe.len;
+	return ret;
+}
+
+TEST_F_TIMEOUT(sec, connection_used_before_its_connect_failed_stays, 300)
+{
+	struct zcx_test_ctx ta, tb;
+	struct zcx_raw_ep a, p, b;
+	struct zcx_ep_connect conn = { 0 };
+	volatile unsigned char *target;
+	unsigned char *src, *msg, *in;
+	struct zcx_sqe put, send;
+	struct zcx_cqe cqe;
+	bool won = false;
+	uint64_t rkey, len;
+	pthread_t thread;
+	void *ro, *res;
+	__u32 to_p;
+	int attempt, put_res, send_res;
+
+	src = zcx_test_anon(RACE_PUT_LEN);
+	target = zcx_test_anon(RACE_PUT_LEN);
+	msg = zcx_test_anon(RACE_SEND_LEN);
+	in = zcx_test_anon(RACE_SEND_LEN);
+	ASSERT_TRUE(src && target && msg && in);
+	memset(src, 0x5a, RACE_PUT_LEN);
+	fill(msg, RACE_SEND_LEN, 0x51);
+	ASSERT_EQ(0, zcx_test_ctx_open(&ta));
+	ASSERT_EQ(0, zcx_test_ctx_open(&tb));
+	ASSERT_EQ(0, zcx_raw_ep_create(ta.fd, 0, 8, &a));
+	ASSERT_EQ(0, zcx_raw_ep_create(tb.fd, 0, 8, &p));
+	ASSERT_EQ(0, zcx_raw_ep_create(tb.fd, 0, 8, &b));
+	ASSERT_EQ(0, do_expose(tb.fd, (const void *)target, RACE_PUT_LEN, ZCX_REMOTE_ALL, &rkey));
+	ASSERT_EQ(0, rep_connect(&a, &p.c.addr, &to_p));
+	ASSERT_EQ(0, to_p);
+	conn.ep = a.c.ep;
+	conn.addr = b.c.addr;
+	ro = ro_arg(&conn, sizeof(conn));
+	ASSERT_NE(NULL, ro);
+
+	/* Lost when the PUT is done before the connect: then try again. */
+	for (attempt = 0; attempt < 10 && !won; attempt++) {
+		memset((void *)target, 0, RACE_PUT_LEN);
+		put = (struct zcx_sqe){
+			.opcode = ZCX_OP_PUT, .peer = to_p, .addr = (uintptr_t)src,
+			.len = RACE_PUT_LEN, .remote_addr = (uintptr_t)target, .rkey = rkey,
+			.user_data = 1,
+		};
+		send = (struct zcx_sqe){
+			.opcode = ZCX_OP_SEND, .peer = 1, .addr = (uintptr_t)msg,
+			.len = RACE_SEND_LEN, .tag = 7, .user_data = 2,
+		};
+		zcx_raw_push(&a, &put);
+		zcx_raw_push(&a, &send);
+		entered = 0;
+		ASSERT_EQ(0, pthread_create(&thread, NULL, enter_two, &a));
+		while (!target[0] && !__atomic_load_n(&entered, __ATOMIC_ACQUIRE))
+			;
+		EXPECT_EQ(-EFAULT, zcx_test_ioctl(ta.fd, ZCX_IOC_EP_CONNECT, ro));
+		ASSERT_EQ(0, pthread_join(thread, &res));
+		ASSERT_EQ(2, (int)(intptr_t)res);
+		ASSERT_EQ(1, zcx_raw_pop(&a, &cqe));
+		ASSERT_EQ(1, cqe.user_data);
+		put_res = cqe.res;
+		ASSERT_EQ(0, put_res);
+		/* Connection 1 did not exist yet: the SEND failed at once. */
+		send_res = zcx_raw_pop(&a, &cqe) ? cqe.res : 1;
+		won = send_res == 1;
+		if (!won)
+			ASSERT_EQ(-EINVAL, send_res);
+	}
+	munmap(ro, 4096);
+	ASSERT_TRUE(won) TH_LOG("the connect never came while the PUT copied");
+
+	/* The send that raced the connect arrives whole ... */
+	EXPECT_EQ(0, b_receives(&b, 7, in, &len));
+	EXPECT_EQ(RACE_SEND_LEN, len);
+	EXPECT_EQ(-1, unfilled(in, RACE_SEND_LEN, 0x51));
+	EXPECT_EQ(0, rep_reap(&a, &cqe));
+	EXPECT_EQ(2, cqe.user_data);
+	/* ... and the connection it used is still there for the next. */
+	send.tag = 8;
+	send.user_data = 3;
+	fill(msg, RACE_SEND_LEN, 0x52);
+	ASSERT_EQ(0, rep_submit(&a, &send));
+	if (zcx_raw_pop(&a, &cqe)) {
+		/* It waits for b's receive: no completion before. */
+		EXPECT_EQ(0, cqe.res) TH_LOG("a send on connection 1 once its connect failed");
+	} else {
+		memset(in, 0, RACE_SEND_LEN);
+		EXPECT_EQ(0, b_receives(&b, 8, in, &len));
+		EXPECT_EQ(-1, unfilled(in, RACE_SEND_LEN, 0x52));
+		EXPECT_EQ(0, rep_reap(&a, &cqe));
+		EXPECT_EQ(3, cqe.user_data);
+	}
+
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&a));
+	zcx_test_ctx_close(&ta);
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&b));
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
+	zcx_test_ctx_close(&tb);
+	munmap(src, RACE_PUT_LEN);
+	munmap((void *)target, RACE_PUT_LEN);
+	munmap(msg, RACE_SEND_LEN);
+	munmap(in, RACE_SEND_LEN);
 }
 
 /*
