@@ -248,7 +248,8 @@ static bool zcx_evict_locked(struct zcx_ctx *ctx, unsigned int extra_regions,
 /*
  * Reserve a slot and the region's share of the limits, evicting unused
  * regions as needed.  Stale regions whose slots the reaper is freeing
- * count too, so wait for the reaper once before giving up.
+ * count too, so wait for the reaper once before giving up.  A region
+ * over the byte limit by itself evicts nothing: it would not fit anyway.
  */
 static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
 {
@@ -257,6 +258,10 @@ static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
 
 	for (attempt = 0; attempt < 2; attempt++) {
 		spin_lock(&ctx->lock);
+		if (ctx->max_bytes && (u64)r->npages << PAGE_SHIFT > ctx->max_bytes) {
+			spin_unlock(&ctx->lock);
+			return -ENOMEM;
+		}
 		evicted = zcx_evict_locked(ctx, 1, r->npages);
 		fits = !zcx_over_limits_locked(ctx, 1, r->npages) && ctx->nfree;
 		if (fits) {

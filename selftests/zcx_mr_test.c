@@ -336,6 +336,7 @@ TEST_F(mr, entry_limit_evicts_lru)
 TEST_F(mr, byte_limit_evicts_lru)
 {
 	struct zcx_mr_reg a, b, c;
+	long long evictions;
 	char *buf = zcx_test_anon(MiB);
 
 	ASSERT_NE(NULL, buf);
@@ -351,6 +352,12 @@ TEST_F(mr, byte_limit_evicts_lru)
 	ASSERT_EQ(0, zcx_test_reg(&self->t, buf + 256 * 1024, 16 * 1024, ZCX_ACCESS_ALL, &c));
 	EXPECT_EQ(0, zcx_test_dereg(&self->t, b.handle));
 	EXPECT_EQ(0, zcx_test_dereg(&self->t, c.handle));
+	/* More than the limit by itself: refused, and nothing evicted for it. */
+	evictions = zcx_test_counter(&self->t, evictions);
+	EXPECT_EQ(-ENOMEM, zcx_test_reg(&self->t, buf + 512 * 1024, 128 * 1024, ZCX_ACCESS_ALL, &a));
+	EXPECT_TRUE(zcx_test_valid(&self->t, &b));
+	EXPECT_TRUE(zcx_test_valid(&self->t, &c));
+	EXPECT_EQ(evictions, zcx_test_counter(&self->t, evictions));
 	munmap(buf, MiB);
 }
 
