@@ -78,14 +78,19 @@ void zcx_backend_unregister(const struct zcx_backend_ops *ops)
 }
 EXPORT_SYMBOL_GPL(zcx_backend_unregister);
 
-/* The backend's ops with a reference on its module, or NULL. */
+/*
+ * The backend's ops with a reference on its module, or NULL.  Not before
+ * its init is done: an init that fails after registering frees the module
+ * whatever references were taken meanwhile.
+ */
 const struct zcx_backend_ops *zcx_backend_get(void)
 {
 	const struct zcx_backend_ops *ops;
 
 	mutex_lock(&zcx_backend_mutex);
 	ops = zcx_backend;
-	if (ops && !try_module_get(ops->owner))
+	if (ops && ((ops->owner && READ_ONCE(ops->owner->state) == MODULE_STATE_COMING) ||
+		    !try_module_get(ops->owner)))
 		ops = NULL;
 	mutex_unlock(&zcx_backend_mutex);
 	return ops;

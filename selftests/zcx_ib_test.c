@@ -139,6 +139,28 @@ TEST_F_TIMEOUT(ib, loads_beside_zcx_and_holds_it, 120)
 	close(fd);
 }
 
+/*
+ * A listener that cannot be made (listen= is no address) fails the load,
+ * which zcx.ko has seen register the backend by then; zcx.ko is left as
+ * it was, with no backend, and the backend loads once the address is
+ * right.  (zcx.ko takes no reference on a backend whose load is still
+ * under way: the module would be freed under it when the load failed.)
+ */
+TEST_F_TIMEOUT(ib, a_listener_that_cannot_be_made_fails_the_load, 120)
+{
+	struct devices d;
+	int ret;
+
+	ret = load_backend_with("listen=192.0.2.256");
+	EXPECT_EQ(-EINVAL, ret) TH_LOG("load: %s", strerror(-ret));
+	EXPECT_FALSE(zcx_module_loaded("zcx_ib"));
+	EXPECT_NE(0, access("/sys/module/zcx/holders/zcx_ib", F_OK));
+	ASSERT_EQ(0, list_devices(&d));
+	EXPECT_EQ(0, d.count);
+	ASSERT_EQ(0, load_backend());
+	EXPECT_EQ(0, access("/sys/module/zcx/holders/zcx_ib", F_OK));
+}
+
 /* Every RDMA device present at load time is listed (all have FRWR here). */
 TEST_F_TIMEOUT(ib, lists_the_devices_present, 120)
 {
