@@ -426,7 +426,11 @@ ZCX_EXPORT int zcx_ep_flush(struct zcx_ep *ep)
 			ret = -EAGAIN;	/* the CQ is full: reap first */
 		if (ret || *ep->sq_tail == __atomic_load_n(ep->sq_head, __ATOMIC_ACQUIRE))
 			break;
-		/* A polling thread is on it. */
+		/*
+		 * A polling thread is on it, and takes no more while the CQ is
+		 * full: reap, as no other thread can while we hold the lock.
+		 */
+		zcx_reap_locked(ep);
 		zcx_cpu_relax();
 	}
 	zcx_unlock(ep);
@@ -606,6 +610,10 @@ ZCX_EXPORT int zcx_test(struct zcx_ep *ep, struct zcx_req *req)
 
 	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
 		return 1;
+	/* A child of fork() has none of the rings or barrier pages. */
+	ret = zcx_check_owner(ep->zcx);
+	if (ret)
+		return ret;
 	if (req->bar_ && req->phase_ != ZCX_BAR_ASLEEP)
 		return zcx_bar_progress(ep, req);
 	pthread_mutex_lock(&ep->lock);
@@ -695,6 +703,11 @@ ZCX_EXPORT int zcx_wait(struct zcx_ep *ep, struct zcx_req *req)
 {
 	int ret;
 
+	if (__atomic_load_n(&req->done, __ATOMIC_ACQUIRE))
+		return req->status;
+	ret = zcx_check_owner(ep->zcx);
+	if (ret)
+		return ret;
 	if (req->bar_ && req->phase_ != ZCX_BAR_ASLEEP &&
 	    !__atomic_load_n(&req->done, __ATOMIC_ACQUIRE)) {
 		ret = zcx_bar_wait(ep, req);
@@ -840,7 +853,7 @@ ZCX_EXPORT int zcx_expose(struct zcx *zcx, void *buf, size_t len, unsigned int r
 
 	ret = zcx_check_owner(zcx);
 	if (!ret)
-		ret = zcx_ioctl(zcx, ZCX_IOC_EXPOSE, &arg);
+		ret = zcx_ioctl_pinning(zcx, ZCX_IOC_EXPOSE, &arg);
 	if (!ret)
 		*rkey = arg.rkey;
 	return ret;

@@ -111,24 +111,32 @@ static unsigned int zcx_mr_trim(struct zcx *zcx, size_t keep)
 	return n;
 }
 
+/*
+ * An ioctl that pins: on ENOMEM, once more after releasing our unused
+ * entries, which the module counts as in use and may be what fills its
+ * cache or the memlock limit.
+ */
+int zcx_ioctl_pinning(struct zcx *zcx, unsigned long cmd, void *arg)
+{
+	int ret = zcx_ioctl(zcx, cmd, arg);
+
+	if (ret == -ENOMEM) {
+		pthread_mutex_lock(&zcx->lock);
+		zcx->cache.stats.evictions += zcx_mr_trim(zcx, 0);
+		pthread_mutex_unlock(&zcx->lock);
+		ret = zcx_ioctl(zcx, cmd, arg);
+	}
+	return ret;
+}
+
 static int zcx_mr_register_kernel(struct zcx *zcx, uintptr_t addr, size_t len,
 				  unsigned int access, struct zcx_mr_reg *reg)
 {
-	int ret;
-
 	memset(reg, 0, sizeof(*reg));
 	reg->addr = addr;
 	reg->length = len;
 	reg->access = access;
-	ret = zcx_ioctl(zcx, ZCX_IOC_MR_REG, reg);
-	if (ret == -ENOMEM) {
-		/* Our unused entries may be what fills the module's cache. */
-		pthread_mutex_lock(&zcx->lock);
-		zcx->cache.stats.evictions += zcx_mr_trim(zcx, 0);
-		pthread_mutex_unlock(&zcx->lock);
-		ret = zcx_ioctl(zcx, ZCX_IOC_MR_REG, reg);
-	}
-	return ret;
+	return zcx_ioctl_pinning(zcx, ZCX_IOC_MR_REG, reg);
 }
 
 ZCX_EXPORT int zcx_mr_reg(struct zcx *zcx, const void *addr, size_t len, unsigned int access,

@@ -122,7 +122,11 @@ ZCX_EXPORT void zcx_close(struct zcx *zcx)
 	 */
 	zcx_eps_destroy(zcx);
 	zcx_mr_cache_fini(zcx);
-	if (zcx->status)
+	/*
+	 * In a child of fork() the status area was not inherited: its range
+	 * may hold the child's own memory by now.
+	 */
+	if (zcx->status && !zcx_check_owner(zcx))
 		munmap((void *)zcx->status, zcx->status_size);
 	close(zcx->fd);
 	pthread_mutex_destroy(&zcx->lock);
@@ -149,7 +153,7 @@ ZCX_EXPORT const char *zcx_strerror(int err)
 	case 0:
 		return "Success";
 	case -ENOENT:
-		return ZCX_DEVICE_PATH " not found: is the zcx module loaded?";
+		return "no such zcx object, or " ZCX_DEVICE_PATH " not found (is the zcx module loaded?)";
 	case -EIO:
 		return "zcx context belongs to another process (descriptor inherited across fork or passed)";
 	case -EPROTO:

@@ -320,8 +320,9 @@ void zcx_group_destroy(struct zcx_group *g);
 
 /*
  * Progress: zcx_test() returns 1 once @req completed, 0 if not yet, or a
- * negative errno if progress failed; zcx_wait() blocks until it completed
- * and returns its status.
+ * negative errno if progress failed (-EIO in a child of fork(), for a
+ * request not already complete there); zcx_wait() blocks until it
+ * completed and returns its status.
  */
 int zcx_test(struct zcx_ep *ep, struct zcx_req *req);
 int zcx_wait(struct zcx_ep *ep, struct zcx_req *req);
@@ -329,8 +330,8 @@ int zcx_wait(struct zcx_ep *ep, struct zcx_req *req);
 /*
  * Return once the module has started every operation submitted so far on
  * @ep: receives are posted, sends matched or queued at their peer (with a
- * polling thread, this waits for it).  -EAGAIN if the completion ring is
- * full: complete requests first.
+ * polling thread, this waits for it, reaping completions meanwhile).
+ * -EAGAIN if the completion ring is full: complete requests first.
  */
 int zcx_ep_flush(struct zcx_ep *ep);
 

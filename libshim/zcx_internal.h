@@ -75,6 +75,7 @@ int zcx_irecv_flags(struct zcx_ep *ep, void *buf, size_t len, uint64_t tag, uint
 		    uint8_t flags, struct zcx_req *req);
 
 /* mr.c */
+int zcx_ioctl_pinning(struct zcx *zcx, unsigned long cmd, void *arg);
 int zcx_mr_cache_init(struct zcx *zcx);
 void zcx_mr_cache_fini(struct zcx *zcx);
 

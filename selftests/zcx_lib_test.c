@@ -206,6 +206,28 @@ TEST(mr_makes_room_on_enomem)
 	munmap(buf, 8 * page);
 }
 
+/*
+ * Exposing memory pins it too: registrations the library keeps cached
+ * (in use to the module) give way, as they do for a registration.
+ */
+TEST(expose_makes_room_on_enomem)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct zcx_limits lim = { .flags = ZCX_LIMIT_SET_BYTES, .cache_bytes = 64 * 1024 };
+	char *buf = zcx_test_anon(256 * 1024);
+	struct zcx_mr *mr;
+	uint64_t rkey;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, ioctl(zcx_fd(zcx), ZCX_IOC_LIMITS, &lim));
+	ASSERT_EQ(0, zcx_mr_reg(zcx, buf, 48 * 1024, ZCX_ACCESS_ALL, &mr));
+	EXPECT_EQ(0, zcx_mr_dereg(zcx, mr));
+	EXPECT_EQ(0, zcx_expose(zcx, buf + 128 * 1024, 32 * 1024, ZCX_REMOTE_ALL, &rkey));
+	EXPECT_EQ(0, zcx_unexpose(zcx, rkey));
+	zcx_close(zcx);
+	munmap(buf, 256 * 1024);
+}
+
 struct drained {
 	unsigned int n, overflows;
 	__u64 lost, last_seq;
@@ -319,6 +341,51 @@ static void *hammer_thread(void *arg)
 			__atomic_add_fetch(&h->errors, 1, __ATOMIC_RELAXED);
 	}
 	return NULL;
+}
+
+/*
+ * In a child of fork() an endpoint's calls fail with EIO (its rings were
+ * not inherited), and closing the inherited handle unmaps nothing of the
+ * child's: a context the child opened itself, whose status area may sit
+ * where the parent's was, goes on working.
+ */
+TEST(endpoint_after_fork_is_eio)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	char *buf = zcx_test_anon(4096);
+	struct zcx_req req = { 0 };
+	struct zcx_ep *ep;
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &ep));
+	ASSERT_EQ(0, zcx_irecv(ep, buf, 64, 1, ~0ULL, &req));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		struct zcx_mr *mr, *again;
+		struct zcx *mine;
+
+		if (zcx_test(ep, &req) != -EIO || zcx_wait(ep, &req) != -EIO)
+			_exit(1);
+		if (zcx_open(&mine, 0))
+			_exit(2);
+		zcx_close(zcx);
+		if (zcx_mr_reg(mine, buf, 4096, ZCX_ACCESS_ALL, &mr) ||
+		    zcx_mr_reg(mine, buf, 4096, ZCX_ACCESS_ALL, &again) || again != mr ||
+		    !zcx_mr_valid(mine, mr))
+			_exit(3);
+		zcx_close(mine);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status)) TH_LOG("child killed by signal %d", WTERMSIG(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	EXPECT_EQ(0, zcx_test(ep, &req));
+	zcx_ep_destroy(ep);
+	zcx_close(zcx);
+	munmap(buf, 4096);
 }
 
 TEST(mr_threads_share_cache)
