@@ -64,6 +64,8 @@ struct zcx_ctx *zcx_ctx_create(void)
 	init_waitqueue_head(&ctx->poll_wait);
 	spin_lock_init(&ctx->expose_lock);
 	hash_init(ctx->exposed);
+	spin_lock_init(&ctx->stats_lock);
+	INIT_LIST_HEAD(&ctx->counted);
 	ctx->nslots = entries;
 	ctx->max_entries = entries;
 	ctx->max_bytes = READ_ONCE(zcx_cache_bytes);
@@ -138,8 +140,9 @@ int zcx_ctx_check_caller(const struct zcx_ctx *ctx)
 }
 
 /*
- * Add the numbers of @ctx to @sum.  Sleeps (ep_mutex); the caller keeps
- * @ctx alive (zcx_ctx_list_mutex, or it is the one destroying it).
+ * Add the numbers of @ctx to @sum without sleeping: no lock a process can
+ * hold for long is taken.  The caller keeps @ctx alive
+ * (zcx_ctx_list_mutex, or it is the one destroying it).
  */
 void zcx_ctx_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum)
 {

@@ -215,6 +215,9 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	ep->id = id;
 	zcx_ep_fill(ep, arg);
 	rcu_assign_pointer(ctx->eps[idx], ep);
+	spin_lock(&ctx->stats_lock);
+	list_add_tail(&ep->counted, &ctx->counted);
+	spin_unlock(&ctx->stats_lock);
 	if (ep->flags & ZCX_EP_POLL)
 		set_bit(idx, ctx->polled);
 	mutex_unlock(&ctx->ep_mutex);
@@ -255,9 +258,12 @@ static void zcx_ep_shutdown(struct zcx_ctx *ctx, struct zcx_ep *ep)
 	}
 	mutex_unlock(&ep->match_mutex);
 	/* Dead: it posts and counts nothing more (zcx_cq_post()). */
+	spin_lock(&ctx->stats_lock);
 	spin_lock(&ep->cq_lock);
 	zcx_xfer_stats_add(&ctx->xfer_closed, &ep->stats);
+	list_del(&ep->counted);
 	spin_unlock(&ep->cq_lock);
+	spin_unlock(&ctx->stats_lock);
 	/* Whoever is taking submissions finishes its batch first. */
 	mutex_lock(&ep->sq_mutex);
 	mutex_unlock(&ep->sq_mutex);
@@ -509,24 +515,24 @@ void zcx_xfer_stats_add(struct zcx_xfer_stats *sum, const struct zcx_xfer_stats 
 	sum->rx_bytes += add->rx_bytes;
 }
 
-/* Add the endpoints of @ctx and their transport counters to @sum. */
+/*
+ * Add the endpoints of @ctx and their transport counters to @sum.  Not
+ * under ep_mutex: a shutdown holds it while it waits for a submission,
+ * which can wait for a page fault as long as the process likes.
+ */
 void zcx_eps_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum)
 {
 	struct zcx_ep *ep;
-	u32 idx;
 
-	mutex_lock(&ctx->ep_mutex);
+	spin_lock(&ctx->stats_lock);
 	zcx_xfer_stats_add(&sum->xfer, &ctx->xfer_closed);
-	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
-		ep = rcu_dereference_protected(ctx->eps[idx], lockdep_is_held(&ctx->ep_mutex));
-		if (!ep)
-			continue;
+	list_for_each_entry(ep, &ctx->counted, counted) {
 		sum->endpoints++;
 		spin_lock(&ep->cq_lock);
 		zcx_xfer_stats_add(&sum->xfer, &ep->stats);
 		spin_unlock(&ep->cq_lock);
 	}
-	mutex_unlock(&ctx->ep_mutex);
+	spin_unlock(&ctx->stats_lock);
 }
 
 /* Count a completion posted; cq_lock held. */

@@ -19,6 +19,10 @@
  *				waiting for it means the pages are unpinned;
  *   mm->mmap_lock		taken by pinning and the VMA check;
  *   zcx_barrier.lock	spinlock: a barrier's sleepers;
+ *   zcx_ctx.stats_lock	spinlock: the transport counters of the
+ *				context's endpoints, live and destroyed, so
+ *				that netlink counts them without waiting
+ *				for an endpoint under way;
  *   zcx_ep.cq_lock		spinlock: the CQ's producer side;
  *   zcx_ctx.expose_lock	spinlock: the exposures' hash table;
  *   zcx_ctx.lock		a spinlock, innermost.  MMU-notifier callbacks
@@ -220,7 +224,11 @@ struct zcx_region {
  * @exposed:	exposed regions by key.
  * @inval:	invalidations by cause (under @lock), [ZCX_EVENT_UNMAP - 1]
  *		first; the status area counts them all together.
- * @xfer_closed: transport counters of destroyed endpoints (under @ep_mutex).
+ * @stats_lock: see the lock order above.
+ * @counted:	endpoints whose counters are not in @xfer_closed yet
+ *		(struct zcx_ep, under @stats_lock) ...
+ * @xfer_closed: ... and the transport counters of the others, destroyed
+ *		(under @stats_lock).
  * @list:	on the node-wide list (zcx_ctx_list_mutex) ...
  * @id:		... where it has this number, from 1, ascending.
  * @pid:	thread group of the opener (a reference) ...
@@ -267,6 +275,8 @@ struct zcx_ctx {
 	spinlock_t expose_lock;		/* see the lock order above */
 	DECLARE_HASHTABLE(exposed, 6);
 	u64 inval[ZCX_EVENT_CAUSES];
+	spinlock_t stats_lock;		/* see the lock order above */
+	struct list_head counted;
 	struct zcx_xfer_stats xfer_closed;
 	struct list_head list;
 	u64 id;
@@ -320,7 +330,8 @@ struct zcx_barrier;
  * @bars:	barriers joined, by number (set under ctx->ep_mutex, read
  *		under @sq_mutex or RCU).
  * @stats:	completions posted (under @cq_lock); added to the context's
- *		@xfer_closed when the endpoint is destroyed.
+ *		@xfer_closed when the endpoint is destroyed ...
+ * @counted:	... until then on the context's @counted list.
  */
 struct zcx_ep {
 	struct kref ref;
@@ -356,6 +367,7 @@ struct zcx_ep {
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
 	struct zcx_xfer_stats stats;
+	struct list_head counted;
 };
 
 /**

@@ -179,26 +179,6 @@ static void *blocking_reader(void *arg)
 	return NULL;
 }
 
-/* True once thread @tid sleeps (state S in /proc): blocked in read(). */
-static bool thread_sleeping(pid_t tid)
-{
-	char path[64], buf[256], *state;
-	ssize_t n;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
-	state = strrchr(buf, ')');
-	return state && state[1] == ' ' && state[2] == 'S';
-}
-
 /* A reader blocked in read() wakes when a munmap invalidates. */
 TEST_F(events, blocking_read_wakes)
 {
@@ -206,20 +186,11 @@ TEST_F(events, blocking_read_wakes)
 	struct zcx_mr_reg r;
 	char *buf = zcx_test_anon(self->page);
 	pthread_t thread;
-	int i;
 
 	ASSERT_NE(NULL, buf);
 	ASSERT_EQ(0, zcx_test_reg(&self->t, buf, self->page, ZCX_ACCESS_ALL, &r));
 	ASSERT_EQ(0, pthread_create(&thread, NULL, blocking_reader, &rd));
-	/* Bounded wait for the reader to be asleep in the kernel. */
-	for (i = 0; i < 10000; i++) {
-		pid_t tid = __atomic_load_n(&rd.tid, __ATOMIC_ACQUIRE);
-
-		if (tid && thread_sleeping(tid))
-			break;
-		usleep(1000);
-	}
-	EXPECT_GT(10000, i);
+	EXPECT_TRUE(zcx_test_await_thread_state(&rd.tid, 'S', 10000));
 	EXPECT_EQ(0, zcx_test_counter(&self->t, events));
 	ASSERT_EQ(0, munmap(buf, self->page));
 	ASSERT_EQ(0, pthread_join(thread, NULL));

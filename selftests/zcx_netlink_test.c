@@ -9,6 +9,7 @@
  */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mount.h>
@@ -18,6 +19,7 @@
 #include "kselftest_harness.h"
 #include "zcx_nl.h"
 #include "zcx_creds.h"
+#include "zcx_raw.h"
 #include "zcx_test.h"
 #include "zcx.h"
 
@@ -837,6 +839,113 @@ TEST(tracepoints_fire)
  * list, dump and flush them: nothing may crash, hang or leak (the VM run
  * fails on any kernel splat).
  */
+/* Threads that call into an endpoint and get stuck there. */
+struct stuck {
+	struct zcx_raw_ep *r;
+	pid_t tid;			/* __atomic: the thread's id, once set */
+	int ret;
+};
+
+static void *stuck_enter(void *arg)
+{
+	struct stuck *c = arg;
+
+	c->ret = zcx_raw_enter(c->r, 1, 0, 0);
+	return NULL;
+}
+
+/* Destroy the endpoint, rings still mapped: the other thread is in there. */
+static void *stuck_destroy(void *arg)
+{
+	struct stuck *c = arg;
+	struct zcx_ep_destroy d = { .ep = c->r->c.ep };
+
+	__atomic_store_n(&c->tid, gettid(), __ATOMIC_RELEASE);
+	c->ret = zcx_test_ioctl(c->r->fd, ZCX_IOC_EP_DESTROY, &d);
+	return NULL;
+}
+
+struct query {
+	struct zcx_nl_msg msg;
+	int ret;
+};
+
+static void *query_stats(void *arg)
+{
+	struct query *q = arg;
+
+	q->msg = stats_of(getpid(), &q->ret);
+	return NULL;
+}
+
+/*
+ * A submission stuck in a page fault for as long as its process likes
+ * (an inline send's payload on a page under a userfaultfd that nobody
+ * serves) while another thread destroys that endpoint, which waits for
+ * it: the numbers are answered at once all the same.  Netlink counts
+ * under the node-wide list of contexts, which every open and close of
+ * /dev/zcx takes; had it waited for the endpoint, one process could stall
+ * them all.  The endpoint being destroyed already counts as gone.
+ */
+TEST_F_TIMEOUT(nl, stats_do_not_wait_for_a_stuck_endpoint, 120)
+{
+	struct zcx_raw_ep stuck_ep, live_ep;
+	struct zcx_ep_connect conn = { 0 };
+	struct uffdio_zeropage zp = { 0 };
+	struct stuck enter = { .r = &stuck_ep }, destroy = { .r = &stuck_ep };
+	struct pollfd fault = { .events = POLLIN };
+	struct query q = { 0 };
+	pthread_t enter_thread, destroy_thread, query_thread;
+	int joined;
+	struct timespec deadline;
+	struct zcx_sqe sqe;
+	char *page = mmap(NULL, self->page, PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	ASSERT_NE(MAP_FAILED, page);
+	fault.fd = zcx_test_uffd(page, self->page);
+	ASSERT_LE(0, fault.fd);
+	ASSERT_EQ(0, zcx_raw_ep_create(self->t.fd, 0, 0, &stuck_ep));
+	ASSERT_EQ(0, zcx_raw_ep_create(self->t.fd, 0, 0, &live_ep));
+	conn.ep = stuck_ep.c.ep;
+	conn.addr = live_ep.c.addr;
+	ASSERT_EQ(0, zcx_test_ioctl(self->t.fd, ZCX_IOC_EP_CONNECT, &conn));
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = conn.peer,
+				.addr = (uintptr_t)page, .len = 64 };
+	zcx_raw_push(&stuck_ep, &sqe);
+
+	ASSERT_EQ(0, pthread_create(&enter_thread, NULL, stuck_enter, &enter));
+	ASSERT_EQ(1, poll(&fault, 1, 60000));
+	ASSERT_EQ(0, pthread_create(&destroy_thread, NULL, stuck_destroy, &destroy));
+	/* Uninterruptible: waiting for the submission to finish. */
+	EXPECT_TRUE(zcx_test_await_thread_state(&destroy.tid, 'D', 10000));
+
+	ASSERT_EQ(0, pthread_create(&query_thread, NULL, query_stats, &q));
+	ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME, &deadline));
+	deadline.tv_sec += 10 * zcx_test_slowdown();
+	joined = pthread_timedjoin_np(query_thread, NULL, &deadline);
+	EXPECT_EQ(0, joined);
+	if (!joined) {
+		EXPECT_EQ(0, q.ret);
+		EXPECT_EQ(1, q.msg.val[ZCX_ATTR_ENDPOINTS]);
+	}
+
+	/* Serve the fault: everything goes on. */
+	zp.range.start = (uintptr_t)page;
+	zp.range.len = self->page;
+	ASSERT_EQ(0, ioctl(fault.fd, UFFDIO_ZEROPAGE, &zp));
+	ASSERT_EQ(0, pthread_join(enter_thread, NULL));
+	ASSERT_EQ(0, pthread_join(destroy_thread, NULL));
+	if (joined)
+		ASSERT_EQ(0, pthread_join(query_thread, NULL));
+	EXPECT_EQ(1, enter.ret);
+	EXPECT_EQ(0, destroy.ret);
+	munmap(stuck_ep.map, stuck_ep.c.mmap_size);
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&live_ep));
+	close(fault.fd);
+	munmap(page, self->page);
+}
+
 struct churn {
 	bool stop;		/* __atomic: the churning thread is done */
 	long page;

@@ -2,7 +2,8 @@
 /*
  * zcx_raw.h - an endpoint driven through the raw ABI (the ioctls and the
  * mapped rings, no library), for the selftests that check the ABI itself:
- * zcx_fault_test, zcx_security_test, zcx_failinject_test.  Each of them
+ * zcx_fault_test, zcx_security_test, zcx_failinject_test, and
+ * zcx_netlink_test for an endpoint stuck in a fault.  Each of them
  * builds its own submit and reap policy on these few steps.
  */
 #ifndef ZCX_RAW_H

@@ -21,10 +21,8 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/userfaultfd.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 
 #include "kselftest_harness.h"
 #include "zcx_net.h"
@@ -78,25 +76,6 @@ struct uf_exposed {
 	uint64_t addr, rkey;
 };
 
-/* A userfaultfd watching [@map, @map + @len) for missing pages, or -1. */
-static int uf_watch(void *map, size_t len)
-{
-	struct uffdio_api api = { .api = UFFD_API };
-	struct uffdio_register reg = { 0 };
-	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-
-	if (uffd < 0)
-		return -1;
-	reg.range.start = (uintptr_t)map;
-	reg.range.len = len;
-	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
-	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
-		close(uffd);
-		return -1;
-	}
-	return uffd;
-}
-
 /*
  * The target: expose, then put new, missing pages under a userfaultfd at
  * the same address, and do nothing for them until the initiator saw its
@@ -117,7 +96,7 @@ static int uf_target(struct xside *s, void *arg)
 	CK_EQ(0, zcx_expose(s->zcx, map, UF_LEN, ZCX_REMOTE_ALL, &ex.rkey));
 	CK(mmap(map, UF_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
 		-1, 0) == map);
-	uffd = uf_watch(map, UF_LEN);
+	uffd = zcx_test_uffd(map, UF_LEN);
 	CK(uffd >= 0);
 	CK_EQ(0, xwrite(s->wr, &ex, sizeof(ex)));
 

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "zcx_uapi.h"
@@ -239,6 +241,67 @@ static inline void *zcx_test_anon(size_t len)
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * A userfaultfd (non-blocking) watching [@map, @map + @len) for missing
+ * pages, or -1: faults there wait until the test provides the pages.
+ */
+static inline int zcx_test_uffd(void *map, size_t len)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { 0 };
+	int uffd = syscall(__NR_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (uffd < 0)
+		return -1;
+	reg.range.start = (uintptr_t)map;
+	reg.range.len = len;
+	reg.mode = UFFDIO_REGISTER_MODE_MISSING;
+	if (ioctl(uffd, UFFDIO_API, &api) || ioctl(uffd, UFFDIO_REGISTER, &reg)) {
+		close(uffd);
+		return -1;
+	}
+	return uffd;
+}
+
+/* The scheduler's state of thread @tid of this process ('S', 'D', ...), or 0. */
+static inline char zcx_test_thread_state(pid_t tid)
+{
+	char path[64], buf[256], *state;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	state = strrchr(buf, ')');
+	return state && state[1] == ' ' ? state[2] : 0;
+}
+
+/*
+ * Wait, at most @max_ms, until the thread whose id another thread stores
+ * in *@tid (0 until then) is in @state: blocked in the kernel, asleep
+ * ('S') or in an uninterruptible wait ('D').  True if it got there.
+ */
+static inline bool zcx_test_await_thread_state(const pid_t *tid, char state, int max_ms)
+{
+	pid_t t;
+	int i;
+
+	for (i = 0; i < max_ms; i++) {
+		t = __atomic_load_n(tid, __ATOMIC_ACQUIRE);
+		if (t && zcx_test_thread_state(t) == state)
+			return true;
+		usleep(1000);
+	}
+	return false;
 }
 
 /* Module-wide objects alive now: what every test must return to. */
