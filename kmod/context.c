@@ -4,10 +4,12 @@
  */
 #include <linux/cred.h>
 #include <linux/errno.h>
+#include <linux/mmu_notifier.h>
 #include <linux/pid.h>
 #include <linux/sched.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/workqueue.h>
 
 #include "zcx.h"
 
@@ -20,6 +22,30 @@ LIST_HEAD(zcx_ctx_list);
 DEFINE_MUTEX(zcx_ctx_list_mutex);
 static u64 zcx_ctx_last_id;
 static struct zcx_stats zcx_closed;	/* under zcx_ctx_list_mutex */
+
+/*
+ * The address space is gone (the process exited or exec'd) while its file
+ * stays open, inherited by a child across fork(), which may not use it
+ * (zcx_ctx_check_caller()): take the endpoints down now, as close() would,
+ * rather than leave their partners waiting until that child exits.  Not
+ * in the callback itself, which runs wherever the mm's last user lets go,
+ * maybe a peer's transfer holding locks of its own.
+ */
+static void zcx_ctx_exit_work(struct work_struct *work)
+{
+	zcx_eps_destroy(container_of(work, struct zcx_ctx, exit_work));
+}
+
+static void zcx_ctx_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
+{
+	struct zcx_ctx *ctx = container_of(mn, struct zcx_ctx, mm_watch);
+
+	queue_work(system_unbound_wq, &ctx->exit_work);
+}
+
+static const struct mmu_notifier_ops zcx_ctx_mm_ops = {
+	.release = zcx_ctx_mm_release,
+};
 
 static void zcx_ctx_free(struct zcx_ctx *ctx)
 {
@@ -35,6 +61,7 @@ struct zcx_ctx *zcx_ctx_create(void)
 {
 	unsigned int entries = READ_ONCE(zcx_cache_entries);
 	struct zcx_ctx *ctx;
+	int ret;
 	u32 i;
 
 	/* Kernel threads have no user address space to work on. */
@@ -59,6 +86,8 @@ struct zcx_ctx *zcx_ctx_create(void)
 	mutex_init(&ctx->reap_mutex);
 	init_waitqueue_head(&ctx->event_wait);
 	INIT_WORK(&ctx->reap_work, zcx_reap_work);
+	INIT_WORK(&ctx->exit_work, zcx_ctx_exit_work);
+	ctx->mm_watch.ops = &zcx_ctx_mm_ops;
 	atomic_set(&ctx->busy, 0);
 	mutex_init(&ctx->ep_mutex);
 	init_waitqueue_head(&ctx->poll_wait);
@@ -80,6 +109,15 @@ struct zcx_ctx *zcx_ctx_create(void)
 	if (!ctx->slots || !ctx->free_slots || zcx_status_init(ctx)) {
 		zcx_ctx_free(ctx);
 		return ERR_PTR(-ENOMEM);
+	}
+	/*
+	 * It takes all the mm's locks, giving up (EINTR) on any signal, even
+	 * one handled: then open() starts again once the handler has run.
+	 */
+	ret = mmu_notifier_register(&ctx->mm_watch, ctx->mm);
+	if (ret) {
+		zcx_ctx_free(ctx);
+		return ERR_PTR(ret == -EINTR ? -ERESTARTNOINTR : ret);
 	}
 	/* Lowest slot first: the stack pops from the end. */
 	for (i = 0; i < ctx->nslots; i++)
@@ -113,6 +151,9 @@ void zcx_ctx_destroy(struct zcx_ctx *ctx)
 {
 	struct zcx_stats last = {};
 
+	/* Its release() may queue exit_work: that, or this, does the job. */
+	mmu_notifier_unregister(&ctx->mm_watch, ctx->mm);
+	cancel_work_sync(&ctx->exit_work);
 	/* Transfers first: they hold pages of the regions busy. */
 	zcx_eps_destroy(ctx);
 	/*

@@ -293,9 +293,10 @@ int zcx_ep_destroy_idx(struct zcx_ctx *ctx, u32 idx)
 }
 
 /*
- * The context goes away: every endpoint is shut down, the polling thread
- * stopped, and we wait until no transfer, ours or a peer's, still uses
- * our pages.  Before the regions are torn down.
+ * The context goes away, or its address space did: every endpoint is
+ * shut down, the polling thread stopped, and we wait until no transfer,
+ * ours or a peer's, still uses our pages.  Before the regions are torn
+ * down.  Doing it again finds nothing left to do.
  */
 void zcx_eps_destroy(struct zcx_ctx *ctx)
 {

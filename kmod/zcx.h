@@ -202,6 +202,8 @@ struct zcx_region {
  * @event_wait:	read() and poll() wait here for events.
  * @reap_work:	unpins DEAD regions outside the notifier callbacks.
  * @reap_mutex:	held by whoever unpins DEAD regions.
+ * @mm_watch:	tells us when @mm's address space goes ...
+ * @exit_work:	... and this takes the endpoints down then.
  * @busy:	busy references on this context's regions and remote
  *		accesses to its mm (transfers, its own or peers');
  *		teardown waits for zero (zcx_ctx_busy_put()).
@@ -263,6 +265,8 @@ struct zcx_ctx {
 	wait_queue_head_t event_wait;
 	struct work_struct reap_work;
 	struct mutex reap_mutex;	/* see the lock order above */
+	struct mmu_notifier mm_watch;
+	struct work_struct exit_work;
 	atomic_t busy;
 	unsigned long kthread_memlock;
 	struct mutex ep_mutex;		/* see the lock order above */

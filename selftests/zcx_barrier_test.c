@@ -4,7 +4,8 @@
  * processes pass 10,000 rounds each (3 on polled endpoints 1,000;
  * ZCX_BARRIER_ROUNDS overrides the count), checked every round; a member
  * that leaves (exit, SIGKILL, destroyed endpoint, closed handle) breaks
- * the barrier and the others get -ECONNRESET instead of hanging; the
+ * the barrier and the others get -ECONNRESET instead of hanging (also
+ * when the exiting member's child still holds its handle); the
  * create/join rules.  The same for libzcx's groups (zcx_group_barrier(),
  * the barrier across nodes), on this node and through the RDMA backend
  * (zcx_net.h).
@@ -299,7 +300,7 @@ TEST_F_TIMEOUT(group, rounds, 600)
  * then arrive (before or after it left) and must get -ECONNRESET, and
  * again at the next arrival, within a bounded time.
  */
-enum { LEAVE_EXIT, LEAVE_KILL, LEAVE_DESTROY, LEAVE_CLOSE };
+enum { LEAVE_EXIT, LEAVE_EXIT_FORKED, LEAVE_KILL, LEAVE_DESTROY, LEAVE_CLOSE };
 
 #define BROKEN_N	4
 #define BROKEN_GOOD	50
@@ -320,6 +321,20 @@ static int broken_fn(struct group *g, struct member *m, void *arg)
 	if (m->me == b->victim) {
 		switch (b->how) {
 		case LEAVE_EXIT:
+			_exit(0);
+		case LEAVE_EXIT_FORKED:
+			/*
+			 * A child inherits the handle and keeps it open,
+			 * unused, until the parent says: the member's exit
+			 * alone must break the barrier.
+			 */
+			switch (fork()) {
+			case -1:
+				_exit(99);
+			case 0:
+				xread(g->finish[0], &c, 1);
+				_exit(0);
+			}
 			_exit(0);
 		case LEAVE_KILL:
 			/* Tell the parent, who kills us. */
@@ -363,6 +378,9 @@ FIXTURE_VARIANT(broken) {
 
 FIXTURE_VARIANT_ADD(broken, joiner_exits) { .how = LEAVE_EXIT, .victim = BROKEN_N - 1 };
 FIXTURE_VARIANT_ADD(broken, creator_exits) { .how = LEAVE_EXIT, .victim = 0 };
+FIXTURE_VARIANT_ADD(broken, joiner_exits_child_keeps_handle) {
+	.how = LEAVE_EXIT_FORKED, .victim = 1
+};
 FIXTURE_VARIANT_ADD(broken, joiner_killed) { .how = LEAVE_KILL, .victim = 2 };
 FIXTURE_VARIANT_ADD(broken, joiner_destroys_endpoint) { .how = LEAVE_DESTROY, .victim = 1 };
 FIXTURE_VARIANT_ADD(broken, creator_closes_handle) { .how = LEAVE_CLOSE, .victim = 0 };

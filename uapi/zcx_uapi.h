@@ -547,7 +547,8 @@ struct zcx_ep_create {
  *
  * Pending operations are dropped (their completions never come); peers'
  * operations waiting on this endpoint complete with ECONNRESET.  Closing
- * the descriptor or exiting does the same for every endpoint.  Errors:
+ * the descriptor or exiting (even while a forked child still holds the
+ * descriptor) does the same for every endpoint.  Errors:
  * ENOENT (no such endpoint), EINVAL.
  */
 struct zcx_ep_destroy {
