@@ -205,7 +205,7 @@ void zcx_region_unwatch(struct zcx_region_watch *w)
 	spin_unlock(&ctx->lock);
 	/* Before the busy reference goes: the context lives until then. */
 	if (last)
-		wake_up_var(&ctx->dead_watches);
+		wake_up_all(&ctx->watch_wait);
 	zcx_region_busy_put(r);
 }
 EXPORT_SYMBOL_GPL(zcx_region_unwatch);

@@ -85,6 +85,7 @@ struct zcx_ctx *zcx_ctx_create(void)
 	mutex_init(&ctx->read_mutex);
 	mutex_init(&ctx->reap_mutex);
 	init_waitqueue_head(&ctx->event_wait);
+	init_waitqueue_head(&ctx->watch_wait);
 	INIT_WORK(&ctx->reap_work, zcx_reap_work);
 	INIT_WORK(&ctx->exit_work, zcx_ctx_exit_work);
 	ctx->mm_watch.ops = &zcx_ctx_mm_ops;

@@ -211,13 +211,18 @@ void zcx_reap_work(struct work_struct *work)
 /*
  * Reap, once the backends' registrations of DEAD regions are gone: they
  * go as soon as their device is done with the pages, which takes a
- * device's round trip and a worker's turn, unless the device is stuck,
- * so wait five seconds at most (a loaded debug kernel in an emulator has
- * taken more than one).  Regions evicted for room then give it back.
+ * device's round trip and a few workers' turns (more than five seconds
+ * on a loaded debug kernel in an emulator), or, for a stuck device, until
+ * the keepalive ends its connection.  So a process's own system call
+ * waits 30 seconds at most, and killably; a kernel thread (the polling
+ * thread, a backend's worker), which nothing kills and which others may
+ * wait for, five.  Regions evicted for room then give it back.
  */
 static void zcx_reap_watched(struct zcx_ctx *ctx)
 {
-	wait_var_event_timeout(&ctx->dead_watches, !READ_ONCE(ctx->dead_watches), 5 * HZ);
+	long timeout = current->flags & PF_KTHREAD ? 5 * HZ : 30 * HZ;
+
+	wait_event_killable_timeout(ctx->watch_wait, !READ_ONCE(ctx->dead_watches), timeout);
 	zcx_reap(ctx);
 }
 
@@ -256,7 +261,7 @@ static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
 	bool evicted, fits;
 	int attempt;
 
-	for (attempt = 0; attempt < 2; attempt++) {
+	for (attempt = 0; ; attempt++) {
 		spin_lock(&ctx->lock);
 		if (ctx->max_bytes && (u64)r->npages << PAGE_SHIFT > ctx->max_bytes) {
 			spin_unlock(&ctx->lock);
@@ -278,9 +283,10 @@ static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
 				zcx_reap(ctx);
 			return 0;
 		}
+		if (attempt)
+			return -ENOMEM;
 		zcx_reap_watched(ctx);
 	}
-	return -ENOMEM;
 }
 
 static void zcx_unreserve(struct zcx_ctx *ctx, struct zcx_region *r)
@@ -804,8 +810,8 @@ unsigned int zcx_mr_evict_unused(struct zcx_ctx *ctx)
 }
 
 /*
- * Evict every unused region and wait until its pages are unpinned (five
- * seconds at most for those a backend's registration holds).
+ * Evict every unused region and wait until its pages are unpinned (for
+ * those a backend's registration holds, as long as zcx_reap_watched()).
  */
 unsigned int zcx_mr_flush(struct zcx_ctx *ctx)
 {

@@ -189,7 +189,8 @@ struct zcx_region {
  * @dying_pages: ... and their pages: both leave with the reaper, so the
  *		limits do not count them.
  * @dead_watches: backends' watches on DEAD regions, which they let go of
- *		once their device is done with the pages (zcx_reap_watched()).
+ *		once their device is done with the pages (zcx_reap_watched()) ...
+ * @watch_wait:	... which waits here for the last to go.
  * @next_gen:	next generation to hand out.
  * @max_entries: per-context limit on @nregions.
  * @max_bytes:	per-context limit on @pinned in bytes, 0 for none.
@@ -251,6 +252,7 @@ struct zcx_ctx {
 	u32 ndying;
 	u64 dying_pages;
 	unsigned int dead_watches;
+	wait_queue_head_t watch_wait;
 	u64 next_gen;
 	u32 max_entries;
 	u64 max_bytes;

@@ -184,8 +184,8 @@ struct zcx_mr_dereg {
 
 /**
  * struct zcx_mr_flush - ZCX_IOC_MR_FLUSH: unpin every unused region now
- *		(waiting five seconds at most for one whose registration an
- *		RDMA connection keeps to be let go).
+ *		(waiting 30 seconds at most, killably, for one whose
+ *		registration an RDMA connection keeps to be let go).
  * @flags:	in: must be zero.
  * @flushed:	out: regions dropped.
  * @reserved:	in: must be zero; out: zero.
