@@ -24,8 +24,20 @@ static u64 zcx_ctx_last_id;
 static struct zcx_stats zcx_closed;	/* under zcx_ctx_list_mutex */
 
 /*
- * The address space is gone (the process exited or exec'd) while its file
- * stays open, inherited by a child across fork(), which may not use it
+ * The contexts of one address space, and the notifier that tells them
+ * when it goes: one for all of them (mmu_notifier_get()), so that only
+ * the first open() of a process takes all its mm's locks and no close()
+ * waits for SRCU.  @lock, a leaf, protects @contexts.
+ */
+struct zcx_mm_contexts {
+	struct mmu_notifier notifier;
+	spinlock_t lock;
+	struct list_head contexts;
+};
+
+/*
+ * The address space is gone (the process exited or exec'd) while its files
+ * stay open, inherited by a child across fork(), which may not use them
  * (zcx_ctx_check_caller()): take the endpoints down now, as close() would,
  * rather than leave their partners waiting until that child exits.  Not
  * in the callback itself, which runs wherever the mm's last user lets go,
@@ -36,16 +48,73 @@ static void zcx_ctx_exit_work(struct work_struct *work)
 	zcx_eps_destroy(container_of(work, struct zcx_ctx, exit_work));
 }
 
-static void zcx_ctx_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
+static void zcx_mm_release(struct mmu_notifier *mn, struct mm_struct *mm)
 {
-	struct zcx_ctx *ctx = container_of(mn, struct zcx_ctx, mm_watch);
+	struct zcx_mm_contexts *mc = container_of(mn, struct zcx_mm_contexts, notifier);
+	struct zcx_ctx *ctx;
 
-	queue_work(system_unbound_wq, &ctx->exit_work);
+	spin_lock(&mc->lock);
+	list_for_each_entry(ctx, &mc->contexts, mm_entry)
+		queue_work(system_unbound_wq, &ctx->exit_work);
+	spin_unlock(&mc->lock);
 }
 
-static const struct mmu_notifier_ops zcx_ctx_mm_ops = {
-	.release = zcx_ctx_mm_release,
+static struct mmu_notifier *zcx_mm_alloc(struct mm_struct *mm)
+{
+	struct zcx_mm_contexts *mc = kzalloc(sizeof(*mc), GFP_KERNEL_ACCOUNT);
+
+	if (!mc)
+		return ERR_PTR(-ENOMEM);
+	spin_lock_init(&mc->lock);
+	INIT_LIST_HEAD(&mc->contexts);
+	return &mc->notifier;
+}
+
+/* After the last context's mmu_notifier_put() and an SRCU grace period. */
+static void zcx_mm_free(struct mmu_notifier *mn)
+{
+	kfree(container_of(mn, struct zcx_mm_contexts, notifier));
+}
+
+static const struct mmu_notifier_ops zcx_mm_ops = {
+	.release = zcx_mm_release,
+	.alloc_notifier = zcx_mm_alloc,
+	.free_notifier = zcx_mm_free,
 };
+
+/*
+ * Joins the contexts of the caller's mm.  The first takes all the mm's
+ * locks, giving up (EINTR) on any signal, even one handled: then open()
+ * starts again once the handler has run.
+ */
+static int zcx_ctx_watch_mm(struct zcx_ctx *ctx)
+{
+	struct mmu_notifier *mn = mmu_notifier_get(&zcx_mm_ops, ctx->mm);
+
+	if (IS_ERR(mn))
+		return PTR_ERR(mn) == -EINTR ? -ERESTARTNOINTR : PTR_ERR(mn);
+	ctx->mm_contexts = container_of(mn, struct zcx_mm_contexts, notifier);
+	spin_lock(&ctx->mm_contexts->lock);
+	list_add_tail(&ctx->mm_entry, &ctx->mm_contexts->contexts);
+	spin_unlock(&ctx->mm_contexts->lock);
+	return 0;
+}
+
+static void zcx_ctx_unwatch_mm(struct zcx_ctx *ctx)
+{
+	spin_lock(&ctx->mm_contexts->lock);
+	list_del(&ctx->mm_entry);
+	spin_unlock(&ctx->mm_contexts->lock);
+	/* Off the list, so release() queues it no more. */
+	cancel_work_sync(&ctx->exit_work);
+	mmu_notifier_put(&ctx->mm_contexts->notifier);
+}
+
+/* For the module's exit: the last zcx_mm_free() has run. */
+void zcx_ctx_global_exit(void)
+{
+	mmu_notifier_synchronize();
+}
 
 static void zcx_ctx_free(struct zcx_ctx *ctx)
 {
@@ -88,7 +157,6 @@ struct zcx_ctx *zcx_ctx_create(void)
 	init_waitqueue_head(&ctx->watch_wait);
 	INIT_WORK(&ctx->reap_work, zcx_reap_work);
 	INIT_WORK(&ctx->exit_work, zcx_ctx_exit_work);
-	ctx->mm_watch.ops = &zcx_ctx_mm_ops;
 	atomic_set(&ctx->busy, 0);
 	mutex_init(&ctx->ep_mutex);
 	init_waitqueue_head(&ctx->poll_wait);
@@ -111,14 +179,10 @@ struct zcx_ctx *zcx_ctx_create(void)
 		zcx_ctx_free(ctx);
 		return ERR_PTR(-ENOMEM);
 	}
-	/*
-	 * It takes all the mm's locks, giving up (EINTR) on any signal, even
-	 * one handled: then open() starts again once the handler has run.
-	 */
-	ret = mmu_notifier_register(&ctx->mm_watch, ctx->mm);
+	ret = zcx_ctx_watch_mm(ctx);
 	if (ret) {
 		zcx_ctx_free(ctx);
-		return ERR_PTR(ret == -EINTR ? -ERESTARTNOINTR : ret);
+		return ERR_PTR(ret);
 	}
 	/* Lowest slot first: the stack pops from the end. */
 	for (i = 0; i < ctx->nslots; i++)
@@ -152,9 +216,8 @@ void zcx_ctx_destroy(struct zcx_ctx *ctx)
 {
 	struct zcx_stats last = {};
 
-	/* Its release() may queue exit_work: that, or this, does the job. */
-	mmu_notifier_unregister(&ctx->mm_watch, ctx->mm);
-	cancel_work_sync(&ctx->exit_work);
+	/* The mm's release() may have queued exit_work: that, or this, does the job. */
+	zcx_ctx_unwatch_mm(ctx);
 	/* Transfers first: they hold pages of the regions busy. */
 	zcx_eps_destroy(ctx);
 	/*

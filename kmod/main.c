@@ -171,6 +171,7 @@ static void __exit zcx_exit(void)
 	/* No context is left, so no endpoint or barrier either. */
 	zcx_ep_global_exit();
 	zcx_bar_global_exit();
+	zcx_ctx_global_exit();
 }
 
 module_init(zcx_init);

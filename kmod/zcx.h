@@ -31,6 +31,9 @@
  *				mmap_lock ever runs under it (a backend's
  *				zcx_region_watch.dead() only queues work).
  *
+ * zcx_mm_contexts.lock (context.c), a spinlock, is a leaf: an mm's
+ * contexts, which its release() walks to queue their exit_work.
+ *
  * zcx_backend_mutex (backend.c) is a leaf: the backend and its devices'
  * list; taken alone or under ep_mutex (an endpoint's address), it holds no
  * other lock.
@@ -171,6 +174,8 @@ struct zcx_region {
 	struct list_head watches;
 };
 
+struct zcx_mm_contexts;
+
 /**
  * struct zcx_ctx - state of one open() of /dev/zcx.
  * @mm:		address space of the opener, held with mmgrab().  It is both
@@ -203,7 +208,9 @@ struct zcx_region {
  * @event_wait:	read() and poll() wait here for events.
  * @reap_work:	unpins DEAD regions outside the notifier callbacks.
  * @reap_mutex:	held by whoever unpins DEAD regions.
- * @mm_watch:	tells us when @mm's address space goes ...
+ * @mm_contexts: the contexts of @mm (context.c), told when its address
+ *		space goes ...
+ * @mm_entry:	... this one among them (under its lock) ...
  * @exit_work:	... and this takes the endpoints down then.
  * @busy:	busy references on this context's regions and remote
  *		accesses to its mm (transfers, its own or peers');
@@ -267,7 +274,8 @@ struct zcx_ctx {
 	wait_queue_head_t event_wait;
 	struct work_struct reap_work;
 	struct mutex reap_mutex;	/* see the lock order above */
-	struct mmu_notifier mm_watch;
+	struct zcx_mm_contexts *mm_contexts;
+	struct list_head mm_entry;
 	struct work_struct exit_work;
 	atomic_t busy;
 	unsigned long kthread_memlock;
@@ -486,6 +494,7 @@ void zcx_backend_release_rx(void *rx);
 void zcx_backend_pull(void *rx, struct zcx_op *recv, u64 len);
 struct zcx_ctx *zcx_ctx_create(void);
 void zcx_ctx_destroy(struct zcx_ctx *ctx);
+void zcx_ctx_global_exit(void);
 int zcx_ctx_check_caller(const struct zcx_ctx *ctx);
 void zcx_ctx_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum);
 void zcx_ctx_closed_stats(struct zcx_stats *sum);

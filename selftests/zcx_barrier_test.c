@@ -322,12 +322,16 @@ static int broken_fn(struct group *g, struct member *m, void *arg)
 		switch (b->how) {
 		case LEAVE_EXIT:
 			_exit(0);
-		case LEAVE_EXIT_FORKED:
+		case LEAVE_EXIT_FORKED: {
+			struct zcx *later;
+
 			/*
-			 * A child inherits the handle and keeps it open,
-			 * unused, until the parent says: the member's exit
-			 * alone must break the barrier.
+			 * A child inherits the handle, and another the member
+			 * opened later (a second context of the same mm), and
+			 * keeps them open, unused, until the parent says: the
+			 * member's exit alone must break the barrier.
 			 */
+			CK_EQ(0, zcx_open(&later, 0));
 			switch (fork()) {
 			case -1:
 				_exit(99);
@@ -336,6 +340,7 @@ static int broken_fn(struct group *g, struct member *m, void *arg)
 				_exit(0);
 			}
 			_exit(0);
+		}
 		case LEAVE_KILL:
 			/* Tell the parent, who kills us. */
 			CK_EQ(0, xwrite(g->ready[1], &c, 1));
