@@ -193,7 +193,7 @@ void zcx_region_unwatch(struct zcx_region_watch *w)
 {
 	struct zcx_region *r = w->region;
 	struct zcx_ctx *ctx = r->ctx;
-	bool last = false;
+	bool last = false, reap;
 
 	spin_lock(&ctx->lock);
 	list_del(&w->link);
@@ -202,10 +202,16 @@ void zcx_region_unwatch(struct zcx_region_watch *w)
 		WRITE_ONCE(ctx->dead_watches, ctx->dead_watches - 1);
 		last = !ctx->dead_watches;
 	}
+	/*
+	 * With the count zcx_reap_watched() waits on: a reaper it lets go
+	 * must find the region no longer busy, or it would leave the pages
+	 * pinned and its caller, making room, would give up.
+	 */
+	reap = zcx_region_busy_drop_locked(r);
 	spin_unlock(&ctx->lock);
-	/* Before the busy reference goes: the context lives until then. */
+	/* Before the context's busy reference goes: it lives until then. */
 	if (last)
 		wake_up_all(&ctx->watch_wait);
-	zcx_region_busy_put(r);
+	zcx_ctx_busy_put_reap(ctx, reap);
 }
 EXPORT_SYMBOL_GPL(zcx_region_unwatch);

@@ -211,9 +211,8 @@ void zcx_reap_work(struct work_struct *work)
 /*
  * Reap, once the backends' registrations of DEAD regions are gone: they
  * go as soon as their device is done with the pages, which takes a
- * device's round trip and a few workers' turns (more than five seconds
- * on a loaded debug kernel in an emulator), or, for a stuck device, until
- * the keepalive ends its connection.  So a process's own system call
+ * device's round trip and a few workers' turns, or, for a stuck device,
+ * until the keepalive ends its connection.  So a process's own system call
  * waits 30 seconds at most, and killably; a kernel thread (the polling
  * thread, a backend's worker), which nothing kills and which others may
  * wait for, five.  Regions evicted for room then give it back.
@@ -496,18 +495,34 @@ void zcx_region_busy_get_locked(struct zcx_region *r)
 	atomic_inc(&r->ctx->busy);
 }
 
+/*
+ * Drop @r's busy reference, not yet the context's: true if the reaper is
+ * then due.  ctx->lock held; @r may be freed once it is released.
+ */
+bool zcx_region_busy_drop_locked(struct zcx_region *r)
+{
+	lockdep_assert_held(&r->ctx->lock);
+	return !--r->busy && r->state == ZCX_REGION_DEAD;
+}
+
+/* The rest of a busy put, after zcx_region_busy_drop_locked(). */
+void zcx_ctx_busy_put_reap(struct zcx_ctx *ctx, bool reap)
+{
+	/* Before the count drops: the context lives until it is zero. */
+	if (reap)
+		schedule_work(&ctx->reap_work);
+	zcx_ctx_busy_put(ctx);
+}
+
 void zcx_region_busy_put(struct zcx_region *r)
 {
 	struct zcx_ctx *ctx = r->ctx;
 	bool reap;
 
 	spin_lock(&ctx->lock);
-	reap = !--r->busy && r->state == ZCX_REGION_DEAD;
+	reap = zcx_region_busy_drop_locked(r);
 	spin_unlock(&ctx->lock);
-	/* Before the count drops: the context lives until it is zero. */
-	if (reap)
-		schedule_work(&ctx->reap_work);
-	zcx_ctx_busy_put(ctx);
+	zcx_ctx_busy_put_reap(ctx, reap);
 }
 
 /*

@@ -525,6 +525,8 @@ struct zcx_region *zcx_handle_lookup_locked(struct zcx_ctx *ctx, u64 handle,
 					    u32 access);
 void zcx_region_busy_get_locked(struct zcx_region *r);
 void zcx_region_busy_put(struct zcx_region *r);
+bool zcx_region_busy_drop_locked(struct zcx_region *r);
+void zcx_ctx_busy_put_reap(struct zcx_ctx *ctx, bool reap);
 int zcx_user_range(u64 addr, u64 len, unsigned long *start, unsigned long *end);
 
 /* status.c */
