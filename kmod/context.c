@@ -25,9 +25,10 @@ static struct zcx_stats zcx_closed;	/* under zcx_ctx_list_mutex */
 
 /*
  * The contexts of one address space, and the notifier that tells them
- * when it goes: one for all of them (mmu_notifier_get()), so that only
- * the first open() of a process takes all its mm's locks and no close()
- * waits for SRCU.  @lock, a leaf, protects @contexts.
+ * when it goes: one for all of them (mmu_notifier_get()), so that an
+ * open() takes all the mm's locks only when none of its contexts is open
+ * and no close() waits for SRCU.  @lock, a leaf, protects @contexts,
+ * newest first.
  */
 struct zcx_mm_contexts {
 	struct mmu_notifier notifier;
@@ -70,7 +71,10 @@ static struct mmu_notifier *zcx_mm_alloc(struct mm_struct *mm)
 	return &mc->notifier;
 }
 
-/* After the last context's mmu_notifier_put() and an SRCU grace period. */
+/*
+ * After the last context's mmu_notifier_put() and an SRCU grace period,
+ * or at once if mmu_notifier_get() failed to register it.
+ */
 static void zcx_mm_free(struct mmu_notifier *mn)
 {
 	kfree(container_of(mn, struct zcx_mm_contexts, notifier));
@@ -83,9 +87,10 @@ static const struct mmu_notifier_ops zcx_mm_ops = {
 };
 
 /*
- * Joins the contexts of the caller's mm.  The first takes all the mm's
- * locks, giving up (EINTR) on any signal, even one handled: then open()
- * starts again once the handler has run.
+ * Joins the contexts of the caller's mm.  When there are none, the
+ * notifier's registration takes all the mm's locks, giving up (EINTR) on
+ * any signal, even one handled: then open() starts again once the
+ * handler has run.
  */
 static int zcx_ctx_watch_mm(struct zcx_ctx *ctx)
 {
@@ -95,7 +100,7 @@ static int zcx_ctx_watch_mm(struct zcx_ctx *ctx)
 		return PTR_ERR(mn) == -EINTR ? -ERESTARTNOINTR : PTR_ERR(mn);
 	ctx->mm_contexts = container_of(mn, struct zcx_mm_contexts, notifier);
 	spin_lock(&ctx->mm_contexts->lock);
-	list_add_tail(&ctx->mm_entry, &ctx->mm_contexts->contexts);
+	list_add(&ctx->mm_entry, &ctx->mm_contexts->contexts);
 	spin_unlock(&ctx->mm_contexts->lock);
 	return 0;
 }
@@ -110,7 +115,7 @@ static void zcx_ctx_unwatch_mm(struct zcx_ctx *ctx)
 	mmu_notifier_put(&ctx->mm_contexts->notifier);
 }
 
-/* For the module's exit: the last zcx_mm_free() has run. */
+/* For the module's exit: the last zcx_mm_free() has run, as the kernel promises. */
 void zcx_ctx_global_exit(void)
 {
 	mmu_notifier_synchronize();

@@ -327,9 +327,10 @@ static int broken_fn(struct group *g, struct member *m, void *arg)
 
 			/*
 			 * A child inherits the handle, and another the member
-			 * opened later (a second context of the same mm), and
-			 * keeps them open, unused, until the parent says: the
-			 * member's exit alone must break the barrier.
+			 * opened later (a second context of the same mm, the
+			 * first on the module's list of them), and keeps them
+			 * open, unused, until the parent says: the member's
+			 * exit alone must break the barrier.
 			 */
 			CK_EQ(0, zcx_open(&later, 0));
 			switch (fork()) {

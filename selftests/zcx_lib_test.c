@@ -2,7 +2,8 @@
 /*
  * zcx_lib_test - libzcx against the module: open/query/close/strerror, the
  * registration front cache (hits without system calls, stale entries never
- * returned, room made when the module runs out), event draining, fork.
+ * returned, room made when the module runs out), event draining, fork,
+ * flushing a polled endpoint.
  * Also built with AddressSanitizer (zcx_lib_test_asan) to prove the
  * library leaks nothing and touches no memory it should not.
  */
@@ -402,6 +403,73 @@ TEST(endpoint_after_fork_is_eio)
 	zcx_ep_destroy(ep);
 	zcx_close(zcx);
 	munmap(buf, 4096);
+}
+
+/*
+ * zcx_ep_flush() on a polled endpoint whose CQ fills: the polling thread
+ * takes no more until completions are reaped, and no other thread can
+ * reap while flush holds the endpoint, so flush must (or say -EAGAIN).
+ * Puts, as they complete at once, into an endpoint of our own.
+ */
+#define FLUSH_DEPTH 4
+#define FLUSH_PUTS (3 * FLUSH_DEPTH)
+
+/* Complete the oldest request not yet known complete. */
+static void reap_oldest(struct __test_metadata *_metadata, struct zcx_ep *ep,
+			struct zcx_req *reqs, int n, int *oldest)
+{
+	int ret = zcx_test(ep, &reqs[*oldest]);
+
+	ASSERT_LE(0, ret);
+	if (ret)
+		*oldest += 1;
+	ASSERT_GT(n, *oldest) TH_LOG("nothing left to reap, yet still full");
+}
+
+TEST(flush_polled_endpoint_with_full_cq)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct zcx_req reqs[FLUSH_PUTS] = { 0 };
+	unsigned char *src = zcx_test_anon(4096), *dst = zcx_test_anon(4096);
+	struct zcx_ep *polled, *target;
+	int i, ret, oldest = 0;
+	struct zcx_addr addr;
+	uint32_t peer;
+	uint64_t rkey;
+
+	ASSERT_NE(NULL, src);
+	ASSERT_NE(NULL, dst);
+	ret = zcx_ep_create(zcx, ZCX_EP_POLL, FLUSH_DEPTH, &polled);
+	if (ret == -EAGAIN)
+		SKIP(return, "the node runs its most polling threads already");
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &target));
+	zcx_ep_addr(target, &addr);
+	ASSERT_EQ(0, zcx_ep_connect(polled, &addr, &peer));
+	ASSERT_EQ(0, zcx_expose(zcx, dst, 4096, ZCX_REMOTE_WRITE, &rkey));
+	for (i = 0; i < FLUSH_PUTS; i++) {
+		memset(src + i * 64, 0x40 + i, 64);
+		while ((ret = zcx_iput(polled, peer, src + i * 64, 64,
+				       (uintptr_t)(dst + i * 64), rkey, &reqs[i])) == -EAGAIN)
+			reap_oldest(_metadata, polled, reqs, i, &oldest);
+		ASSERT_EQ(0, ret);
+	}
+	while ((ret = zcx_ep_flush(polled)) == -EAGAIN)
+		reap_oldest(_metadata, polled, reqs, FLUSH_PUTS, &oldest);
+	ASSERT_EQ(0, ret);
+	for (i = 0; i < FLUSH_PUTS; i++) {
+		ASSERT_EQ(0, zcx_wait(polled, &reqs[i]));
+		EXPECT_EQ(64, reqs[i].len);
+		EXPECT_EQ(0x40 + i, dst[i * 64]);
+		EXPECT_EQ(0x40 + i, dst[i * 64 + 63]);
+	}
+	EXPECT_EQ(0, dst[FLUSH_PUTS * 64]);
+	EXPECT_EQ(0, zcx_unexpose(zcx, rkey));
+	zcx_ep_destroy(polled);
+	zcx_ep_destroy(target);
+	zcx_close(zcx);
+	munmap(src, 4096);
+	munmap(dst, 4096);
 }
 
 TEST(mr_threads_share_cache)
