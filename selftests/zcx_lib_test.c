@@ -408,8 +408,9 @@ TEST(endpoint_after_fork_is_eio)
 /*
  * zcx_ep_flush() on a polled endpoint whose CQ fills: the polling thread
  * takes no more until completions are reaped, and no other thread can
- * reap while flush holds the endpoint, so flush must (or say -EAGAIN).
- * Puts, as they complete at once, into an endpoint of our own.
+ * reap while flush holds the endpoint, so flush must reap them itself
+ * (or say -EAGAIN).  Puts, as they complete at once, into an endpoint of
+ * our own.
  */
 #define FLUSH_DEPTH 4
 #define FLUSH_PUTS (3 * FLUSH_DEPTH)
