@@ -44,6 +44,7 @@
 #include <rdma/rdma_cma.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 
 #include "kselftest_harness.h"
@@ -580,6 +581,7 @@ struct fake {
 	struct raw conn;
 	struct wire_hello hello;	/* what the endpoint's node sent */
 	pthread_t thread;
+	int stop;			/* eventfd: the connect failed, stop waiting */
 	int accepted;			/* 0 once established */
 };
 
@@ -588,7 +590,8 @@ static int fake_listen(struct fake *f)
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 
 	memset(f, 0, sizeof(*f));
-	if (inet_pton(AF_INET, NET_IP, &sin.sin_addr) != 1)
+	f->stop = eventfd(0, EFD_CLOEXEC);
+	if (f->stop < 0 || inet_pton(AF_INET, NET_IP, &sin.sin_addr) != 1)
 		return -1;
 	f->ch = raw_channel();
 	if (!f->ch || rdma_create_id(f->ch, &f->listen, NULL, RDMA_PS_TCP) ||
@@ -605,6 +608,8 @@ static void fake_close(struct fake *f)
 		rdma_destroy_id(f->listen);
 	if (f->ch)
 		rdma_destroy_event_channel(f->ch);
+	if (f->stop > 0)
+		close(f->stop);
 	memset(f, 0, sizeof(*f));
 }
 
@@ -1075,7 +1080,10 @@ static void *fake_accept(void *arg)
 		.flow_control = 1,
 	};
 	struct fake *f = arg;
-	struct pollfd pfd = { .fd = f->ch->fd, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = f->ch->fd, .events = POLLIN },
+		{ .fd = f->stop, .events = POLLIN },
+	};
 	struct rdma_cm_event *ev;
 
 	f->accepted = -1;
@@ -1084,7 +1092,8 @@ static void *fake_accept(void *arg)
 	while (!f->conn.id) {
 		struct rdma_cm_id *not_ours = NULL;
 
-		if (poll(&pfd, 1, RAW_WAIT_MS) != 1 || rdma_get_cm_event(f->ch, &ev))
+		if (poll(pfd, 2, RAW_WAIT_MS) < 1 || pfd[1].revents ||
+		    rdma_get_cm_event(f->ch, &ev))
 			return NULL;
 		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
 		    ev->param.conn.private_data_len >= sizeof(f->hello)) {
@@ -1129,6 +1138,9 @@ static int fake_connect(struct fake *f, struct zcx_ep *ep, uint32_t *peer)
 	if (pthread_create(&f->thread, NULL, fake_accept, f))
 		return -1;
 	ret = zcx_ep_connect_flags(ep, &to, ZCX_CONNECT_NET, peer);
+	/* A connect that failed before asking leaves nothing to wait for. */
+	if (ret)
+		eventfd_write(f->stop, 1);
 	pthread_join(f->thread, NULL);
 	return ret || f->accepted ? -1 : 0;
 }
