@@ -234,6 +234,7 @@ void zcx_op_barrier(struct zcx_op *op, u32 idx)
 		zcx_op_complete(op, -EINVAL, 0, 0);
 		return;
 	}
+	set_bit(idx, op->ep->bars_used);
 	spin_lock(&bar->lock);
 	if (bar->broken) {
 		list_add_tail(&op->link, &done);
@@ -292,11 +293,17 @@ void zcx_ep_leave_barriers(struct zcx_ep *ep)
 	}
 }
 
-/* Undo a membership whose number the caller never learnt. */
+/*
+ * Undo a membership whose number the caller never learnt.  If nothing
+ * used it (a submission, or an mmap() of the page: the number can be
+ * guessed), the place goes back and the other members never knew;
+ * otherwise the member leaves, which breaks the barrier.
+ */
 void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
 {
 	struct zcx_barrier *bar = NULL;
 	struct zcx_ep *ep;
+	bool used = true;
 
 	mutex_lock(&ctx->ep_mutex);
 	ep = rcu_dereference_protected(ctx->eps[ep_idx], lockdep_is_held(&ctx->ep_mutex));
@@ -305,11 +312,15 @@ void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
 		mutex_lock(&ep->sq_mutex);
 		bar = ep->bars[idx];
 		WRITE_ONCE(ep->bars[idx], NULL);
+		/* Fully ordered: pairs with the barrier in zcx_bar_mmap(). */
+		used = test_and_clear_bit(idx, ep->bars_used);
 		mutex_unlock(&ep->sq_mutex);
 	}
 	mutex_unlock(&ctx->ep_mutex);
-	if (bar)
+	if (bar && used)
 		zcx_bar_leave(bar);
+	else if (bar)
+		zcx_bar_unjoin(bar);
 }
 
 /*
@@ -332,6 +343,9 @@ int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 	ep = zcx_ep_get(ctx, (offset >> ZCX_MMAP_EP_SHIFT) - 1);
 	if (!ep)
 		return -EINVAL;
+	set_bit(idx, ep->bars_used);
+	/* Used before looked at: zcx_bar_detach() sees it, or we see no barrier. */
+	smp_mb__after_atomic();
 	rcu_read_lock();
 	bar = READ_ONCE(ep->bars[idx]);
 	if (bar && !kref_get_unless_zero(&bar->ref))

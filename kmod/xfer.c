@@ -580,12 +580,16 @@ void zcx_ep_sender_gone(struct zcx_ep *ep, bool refused)
 	zcx_ops_complete(&done, -ECONNRESET);
 }
 
-/* A connection made for a caller that cannot learn of it goes again. */
+/*
+ * A connection made for a caller that cannot learn of it goes again,
+ * unused: as refused, it fails only the peer's receives that it alone
+ * let wait, not those posted to wait for any sender.
+ */
 void zcx_conn_undo(struct zcx_conn *conn)
 {
 	/* A remote peer learns of it from the backend. */
 	if (conn->peer)
-		zcx_ep_sender_gone(conn->peer, false);
+		zcx_ep_sender_gone(conn->peer, true);
 	zcx_conn_put(conn);
 }
 

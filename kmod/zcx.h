@@ -343,6 +343,8 @@ struct zcx_barrier;
  * @conns:	connections by number (struct zcx_conn).
  * @bars:	barriers joined, by number (set under ctx->ep_mutex, read
  *		under @sq_mutex or RCU).
+ * @bars_used:	numbers of @bars that a submission or an mmap() used: a
+ *		join undone before any did gives its place back.
  * @stats:	completions posted (under @cq_lock); added to the context's
  *		@xfer_closed when the endpoint is destroyed ...
  * @counted:	... until then on the context's @counted list.
@@ -380,6 +382,7 @@ struct zcx_ep {
 	unsigned int senders;
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
+	DECLARE_BITMAP(bars_used, ZCX_MAX_BARRIERS);
 	struct zcx_xfer_stats stats;
 	struct list_head counted;
 };

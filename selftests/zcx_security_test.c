@@ -1024,6 +1024,81 @@ TEST_F(sec, unwritable_result_undoes_the_call)
 }
 
 /*
+ * What such a call undoes was never seen by anyone else, so nobody else
+ * notices it: a receive that another context posted to wait for any
+ * sender (no ZCX_SQE_CONNECTED) keeps waiting when a connect to it is
+ * undone, and a barrier keeps its place and stays whole when a join is.
+ */
+FIXTURE(undo) {
+	struct zcx_test_ctx ta, tb;
+	struct zcx_raw_ep a, p;
+};
+
+FIXTURE_SETUP(undo)
+{
+	ASSERT_EQ(0, zcx_test_ctx_open(&self->ta));
+	ASSERT_EQ(0, zcx_test_ctx_open(&self->tb));
+	ASSERT_EQ(0, zcx_raw_ep_create(self->ta.fd, 0, 8, &self->a));
+	ASSERT_EQ(0, zcx_raw_ep_create(self->tb.fd, 0, 8, &self->p));
+}
+
+FIXTURE_TEARDOWN(undo)
+{
+	zcx_raw_ep_destroy(&self->a);
+	zcx_raw_ep_destroy(&self->p);
+	zcx_test_ctx_close(&self->ta);
+	zcx_test_ctx_close(&self->tb);
+}
+
+TEST_F(undo, connect_leaves_the_peers_receives_waiting)
+{
+	struct zcx_ep_connect conn = { .ep = self->a.c.ep, .addr = self->p.c.addr };
+	struct zcx_sqe recv = { .opcode = ZCX_OP_RECV, .tag = 7, .tag_mask = ~0ULL,
+				.user_data = 1 };
+	struct zcx_sqe send = { .opcode = ZCX_OP_SEND, .tag = 7, .user_data = 2 };
+	struct zcx_cqe cqe;
+	void *ro;
+
+	ASSERT_EQ(0, rep_submit(&self->p, &recv));
+	ro = ro_arg(&conn, sizeof(conn));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, zcx_test_ioctl(self->ta.fd, ZCX_IOC_EP_CONNECT, ro));
+	munmap(ro, 4096);
+	EXPECT_EQ(0, zcx_raw_enter(&self->p, 0, 0, 0));
+	ASSERT_EQ(0, zcx_raw_pop(&self->p, &cqe)) TH_LOG("the receive completed: %d", cqe.res);
+	/* ... until a connection that is there sends it a message. */
+	ASSERT_EQ(0, zcx_test_ioctl(self->ta.fd, ZCX_IOC_EP_CONNECT, &conn));
+	send.peer = conn.peer;
+	EXPECT_EQ(0, rep_one(&self->a, &send, &cqe));
+	EXPECT_EQ(0, rep_reap(&self->p, &cqe));
+	EXPECT_EQ(1, cqe.user_data);
+	EXPECT_EQ(7, cqe.tag);
+}
+
+TEST_F(undo, join_leaves_the_barrier_whole)
+{
+	struct zcx_bar_create bc = { .ep = self->p.c.ep, .nprocs = 2 };
+	struct zcx_bar_join bj = { .ep = self->a.c.ep };
+	const struct zcx_bar_state *bar;
+	void *ro;
+
+	ASSERT_EQ(0, zcx_test_ioctl(self->tb.fd, ZCX_IOC_BAR_CREATE, &bc));
+	bar = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->tb.fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, bar);
+	bj.addr = bc.addr;
+	ro = ro_arg(&bj, sizeof(bj));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, zcx_test_ioctl(self->ta.fd, ZCX_IOC_BAR_JOIN, ro));
+	munmap(ro, 4096);
+	EXPECT_EQ(0, __atomic_load_n(&bar->broken, __ATOMIC_ACQUIRE));
+	/* Its place is free again: the join that counts is the second. */
+	EXPECT_EQ(0, zcx_test_ioctl(self->ta.fd, ZCX_IOC_BAR_JOIN, &bj));
+	EXPECT_EQ(0, bj.bar);
+	EXPECT_EQ(0, __atomic_load_n(&bar->broken, __ATOMIC_ACQUIRE));
+	munmap((void *)bar, 4096);
+}
+
+/*
  * A connection whose connect cannot write its number back, but that
  * another thread submitted on already (numbers are predictable: the
  * lowest free), stays: the send queued through it at the peer is the

@@ -16,9 +16,11 @@
  * Errors common to every ioctl:
  *  ENOTTY  unknown command;
  *  EFAULT  the argument pointer is not readable or writable; a call that
- *          made an object it cannot tell of undoes it (but not a
- *          connection that another thread has submitted on already: it
- *          stays until its endpoint goes);
+ *          made an object it cannot tell of undoes it, unseen by other
+ *          processes (but a connection that another thread has submitted
+ *          on already stays until its endpoint goes, and a barrier
+ *          membership that another thread used already leaves, which
+ *          breaks the barrier);
  *  EINVAL  wrong size, unknown flag, non-zero reserved field;
  *  EIO     the file was opened by another process: a context belongs to
  *          the address space (mm) of the process that opened /dev/zcx, so

@@ -13,7 +13,9 @@
  * zcx_ib_remove() before a device goes (rdma link delete, driver unload,
  * the netdev under a Soft-RoCE device going away) and for every device
  * when the client unregisters.  Nothing zcx_ib allocated on a device may
- * outlive zcx_ib_remove().
+ * outlive the device: zcx_ib_remove() kills the connections it finds on
+ * it, and one not yet on it (its address unresolved, or accepting) goes
+ * on rdma_cm's DEVICE_REMOVAL, which the device's removal waits for.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
