@@ -309,7 +309,7 @@ void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
 	ep = rcu_dereference_protected(ctx->eps[ep_idx], lockdep_is_held(&ctx->ep_mutex));
 	if (ep) {
 		/* Not while a submission may be looking at it. */
-		mutex_lock(&ep->sq_mutex);
+		zcx_ep_lock_sq(ep);
 		bar = ep->bars[idx];
 		WRITE_ONCE(ep->bars[idx], NULL);
 		/* Fully ordered: pairs with the barrier in zcx_bar_mmap(). */

@@ -234,6 +234,35 @@ err_free:
 }
 
 /*
+ * Kill the polling thread, as a process's thread is killed: a fault it
+ * waits in for the process (a page missing under a userfaultfd, or of a
+ * FUSE file) ends, and the submission it was taking fails.  It serves no
+ * more from then on (zcx_poller()).  ctx->ep_mutex held.
+ */
+static void zcx_poller_kill(struct zcx_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->ep_mutex);
+	if (ctx->poller)
+		send_sig(SIGKILL, ctx->poller, 1);
+}
+
+/*
+ * Lock @ep's sq_mutex, which its polling thread may hold for as long as a
+ * fault takes that only the process can serve.  If we are killed
+ * meanwhile, so is the process (only the address space's own threads get
+ * here, zcx_ctx_check_caller()), and nobody will serve it: kill the
+ * thread, or this would wait for ever.  ctx->ep_mutex held.
+ */
+void zcx_ep_lock_sq(struct zcx_ep *ep)
+{
+	lockdep_assert_held(&ep->ctx->ep_mutex);
+	if (!mutex_lock_killable(&ep->sq_mutex))
+		return;
+	zcx_poller_kill(ep->ctx);
+	mutex_lock(&ep->sq_mutex);
+}
+
+/*
  * Take @ep out of service: nothing new reaches it, what waits on it
  * fails, its operations queued anywhere are dropped.  ctx->ep_mutex held.
  * Copies under way that involve it stop at their next check of @dead.
@@ -265,7 +294,7 @@ static void zcx_ep_shutdown(struct zcx_ctx *ctx, struct zcx_ep *ep)
 	spin_unlock(&ep->cq_lock);
 	spin_unlock(&ctx->stats_lock);
 	/* Whoever is taking submissions finishes its batch first. */
-	mutex_lock(&ep->sq_mutex);
+	zcx_ep_lock_sq(ep);
 	mutex_unlock(&ep->sq_mutex);
 	wake_up_all(&ep->cq_wait);
 
@@ -305,6 +334,8 @@ void zcx_eps_destroy(struct zcx_ctx *ctx)
 
 	mutex_lock(&ctx->ep_mutex);
 	if (ctx->poller) {
+		/* Nobody is served any more: end the fault it may wait in. */
+		zcx_poller_kill(ctx);
 		kthread_stop(ctx->poller);
 		put_task_struct(ctx->poller);
 		ctx->poller = NULL;
@@ -438,7 +469,7 @@ void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
 	ep = rcu_dereference_protected(ctx->eps[ep_idx], lockdep_is_held(&ctx->ep_mutex));
 	if (ep) {
 		/* Submissions use connections under sq_mutex, without a reference. */
-		mutex_lock(&ep->sq_mutex);
+		zcx_ep_lock_sq(ep);
 		conn = xa_load(&ep->conns, peer);
 		if (conn && !conn->used)
 			xa_erase(&ep->conns, peer);
@@ -685,7 +716,8 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 	/* A tail beyond a full ring is a confused process: take a ring. */
 	if (tail - ep->sq_head > ep->sq_entries)
 		tail = ep->sq_head + ep->sq_entries;
-	while (ep->sq_head != tail && done < max && !READ_ONCE(ep->dead)) {
+	while (ep->sq_head != tail && done < max && !READ_ONCE(ep->dead) &&
+	       !fatal_signal_pending(current)) {
 		if (!zcx_cq_reserve(ep))
 			return done ? done : -EBUSY;
 		/* One copy of the entry: userspace may rewrite it meanwhile. */
@@ -723,9 +755,22 @@ taken:
 	return done;
 }
 
+/* Whether @ep has entries that only ZCX_IOC_ENTER will take now. */
+static bool zcx_sq_orphaned(struct zcx_ep *ep)
+{
+	return (ep->flags & ZCX_EP_POLL) && READ_ONCE(ep->ctx->poller_killed) &&
+	       READ_ONCE(ep->hdr->sq_tail) != READ_ONCE(ep->hdr->sq_head);
+}
+
+/*
+ * Done waiting: @ep is gone, its completions are there, or it has
+ * entries to take that a waiter's caller published for a polling thread
+ * killed meanwhile (it calls again, and takes them).
+ */
 static bool zcx_cq_wait_done(struct zcx_ep *ep, u32 min_complete)
 {
-	return READ_ONCE(ep->dead) || zcx_cq_ready(ep) >= min_complete;
+	return READ_ONCE(ep->dead) || zcx_cq_ready(ep) >= min_complete ||
+	       zcx_sq_orphaned(ep);
 }
 
 /*
@@ -746,6 +791,7 @@ static int zcx_poll_enter_take(struct zcx_ep *ep, u32 max)
 
 int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 {
+	u32 to_submit = arg->to_submit;
 	struct zcx_ep *ep;
 	int ret = 0;
 
@@ -769,20 +815,23 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 			   READ_ONCE(ep->hdr->sq_flags) & ~ZCX_SQ_NEED_WAKEUP);
 		zcx_poller_kick(ctx);
 	}
+	/* Nobody else takes them any more. */
+	if ((ep->flags & ZCX_EP_POLL) && READ_ONCE(ctx->poller_killed))
+		to_submit = ep->sq_entries;
 	/*
 	 * On a polled endpoint too: a process whose polling thread shares
 	 * its CPU takes its submissions itself rather than wait for the
 	 * thread's turn.  sq_mutex orders us with the thread.
 	 */
-	if (arg->to_submit && (ep->flags & ZCX_EP_POLL)) {
+	if (to_submit && (ep->flags & ZCX_EP_POLL)) {
 		if (!READ_ONCE(ctx->poll_takers))
 			WRITE_ONCE(ctx->poll_takers, true);
-		ret = zcx_poll_enter_take(ep, arg->to_submit);
+		ret = zcx_poll_enter_take(ep, to_submit);
 		if (ret < 0)
 			goto out;
-	} else if (arg->to_submit) {
+	} else if (to_submit) {
 		mutex_lock(&ep->sq_mutex);
-		ret = zcx_sq_take(ep, arg->to_submit);
+		ret = zcx_sq_take(ep, to_submit);
 		mutex_unlock(&ep->sq_mutex);
 		if (ret < 0)
 			goto out;
@@ -820,6 +869,7 @@ out:
  * process has it look again now and then), it goes back to sleep after
  * ZCX_POLL_LOOK_NAPS if it still shares its CPU and finds no work.
  * Otherwise it gives way with schedule() until poll_idle_us have passed.
+ * Killed (zcx_poller_kill()), it serves no more (zcx_poller_dead()).
  */
 atomic_t zcx_pollers = ATOMIC_INIT(0);
 
@@ -841,6 +891,8 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 	u32 idx;
 
 	for_each_set_bit(idx, ctx->polled, ZCX_MAX_ENDPOINTS) {
+		if (fatal_signal_pending(current))
+			break;
 		ep = zcx_ep_get(ctx, idx);
 		if (!ep)
 			continue;
@@ -868,6 +920,7 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 	return busy;
 }
 
+/* Publish @flags in each polled endpoint; once killed, wake its waiters too. */
 static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
 {
 	struct zcx_ep *ep;
@@ -877,8 +930,12 @@ static void zcx_poll_set_flags(struct zcx_ctx *ctx, u32 flags)
 		ep = zcx_ep_get(ctx, idx);
 		if (!ep)
 			continue;
-		if (ep->flags & ZCX_EP_POLL)
+		if (ep->flags & ZCX_EP_POLL) {
 			WRITE_ONCE(ep->hdr->sq_flags, flags);
+			/* To take what they published for us (zcx_cq_wait_done()). */
+			if (READ_ONCE(ctx->poller_killed))
+				wake_up_all(&ep->cq_wait);
+		}
 		zcx_ep_put(ep);
 	}
 }
@@ -910,6 +967,25 @@ static void zcx_poll_sleep(struct zcx_ctx *ctx, long timeout)
 	finish_wait(&ctx->poll_wait, &wait);
 }
 
+/*
+ * Killed (zcx_poller_kill(), or by root): serve no more, but stay until
+ * the context stops us.  ZCX_IOC_ENTER takes what is published from now
+ * on, whatever its to_submit, and the endpoints say that we sleep and
+ * that others want our CPU, so that libzcx calls it; an endpoint created
+ * later kicks us to be told too.  A fatal signal stays pending: no
+ * interruptible sleep would last.
+ */
+static void zcx_poller_dead(struct zcx_ctx *ctx)
+{
+	WRITE_ONCE(ctx->poller_killed, true);
+	while (!kthread_should_stop()) {
+		WRITE_ONCE(ctx->poll_kick, false);
+		zcx_poll_set_flags(ctx, ZCX_SQ_NEED_WAKEUP | ZCX_SQ_CPU_SHARED);
+		wait_event_idle(ctx->poll_wait,
+				READ_ONCE(ctx->poll_kick) || kthread_should_stop());
+	}
+}
+
 static int zcx_poller(void *data)
 {
 	struct zcx_ctx *ctx = data;
@@ -920,9 +996,15 @@ static int zcx_poller(void *data)
 	unsigned int naps = 0;
 	u32 sleep_flags;
 
+	/*
+	 * Killable as a process's thread is, unlike other kernel threads
+	 * (zcx_poller_kill()): the default action makes a kill fatal, so
+	 * that every killable wait ends, a fault's included.
+	 */
+	kernel_sigaction(SIGKILL, SIG_DFL);
 	/* The context's mmgrab() keeps the mm_struct for our use. */
 	kthread_use_mm(ctx->mm);
-	while (!kthread_should_stop()) {
+	while (!kthread_should_stop() && !fatal_signal_pending(current)) {
 		/* Others wait for this CPU: more threads than CPUs. */
 		bool shared = !single_task_running();
 
@@ -976,7 +1058,14 @@ static int zcx_poller(void *data)
 		idle_ns = (u64)READ_ONCE(zcx_poll_idle_us) * NSEC_PER_USEC;
 		idle_until = ktime_get_ns() + idle_ns;
 	}
+	/*
+	 * First: a killed thread with an address space would count as a
+	 * dying user of it, one the OOM killer might pick (and never see
+	 * exit, since we exit without one).
+	 */
 	kthread_unuse_mm(ctx->mm);
+	if (!kthread_should_stop())
+		zcx_poller_dead(ctx);
 	return 0;
 }
 

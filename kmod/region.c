@@ -214,8 +214,9 @@ void zcx_reap_work(struct work_struct *work)
  * device's round trip and a few workers' turns, or, for a stuck device,
  * until the keepalive ends its connection.  So a process's own system call
  * waits 30 seconds at most, and killably; a kernel thread (the polling
- * thread, a backend's worker), which nothing kills and which others may
- * wait for, five.  Regions evicted for room then give it back.
+ * thread, a backend's worker), which its callers' deaths do not kill and
+ * which others may wait for, five.  Regions evicted for room then give
+ * it back.
  */
 static void zcx_reap_watched(struct zcx_ctx *ctx)
 {

@@ -121,9 +121,9 @@ static bool zcx_span_paged(const struct zcx_span *span)
 }
 
 /*
- * Whether the process we copy for is gone: a polling thread (which gets no
- * signals) holds the last reference to its address space once the
- * process's threads have exited.
+ * Whether the process we copy for is gone: a polling thread (which the
+ * process's death does not kill) holds the last reference to its address
+ * space once the process's threads have exited.
  */
 static bool zcx_owner_gone(void)
 {

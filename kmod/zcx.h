@@ -10,7 +10,9 @@
  *				their connections and barrier memberships,
  *				the polling thread;
  *   zcx_ep.sq_mutex	whoever takes submissions from an endpoint's SQ
- *				(ZCX_IOC_ENTER or the polling thread);
+ *				(ZCX_IOC_ENTER or the polling thread), held
+ *				across faults in the process's memory, so
+ *				taken under ep_mutex with zcx_ep_lock_sq();
  *   zcx_ep.match_mutex	a receiving endpoint's queues of posted receives
  *				and unexpected messages, and its @dead flag.
  *				Senders take their peer's; nobody holds two;
@@ -223,7 +225,9 @@ struct zcx_mm_contexts;
  * @eps:	endpoints by index, RCU-protected for lookups.
  * @polled:	the indices of the ZCX_EP_POLL ones (set under @ep_mutex),
  *		so that the polling thread looks at no others.
- * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL.
+ * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL;
+ *		killable (zcx_poller_kill()) ...
+ * @poller_killed: ... and then killed: it serves no more.
  * @poll_wait:	where it sleeps when idle ...
  * @poll_kick:	... until this is set (ZCX_ENTER_SQ_WAKEUP).
  * @poll_takers: the process takes submissions of its polled endpoints
@@ -283,6 +287,7 @@ struct zcx_ctx {
 	struct zcx_ep __rcu *eps[ZCX_MAX_ENDPOINTS];
 	DECLARE_BITMAP(polled, ZCX_MAX_ENDPOINTS);
 	struct task_struct *poller;
+	bool poller_killed;
 	wait_queue_head_t poll_wait;
 	bool poll_kick;
 	bool poll_takers;
@@ -451,6 +456,7 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg);
 int zcx_ep_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);
 struct zcx_ep *zcx_ep_get(struct zcx_ctx *ctx, u32 idx);
 void zcx_poller_kick(struct zcx_ctx *ctx);
+void zcx_ep_lock_sq(struct zcx_ep *ep);
 void zcx_ep_put(struct zcx_ep *ep);
 void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
 void zcx_ops_complete(struct list_head *list, int res);

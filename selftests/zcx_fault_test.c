@@ -3,14 +3,19 @@
  * zcx_fault_test - failures of the transport: a peer killed in the middle
  * of a 64 MiB transfer (the partner's operation fails, nothing stays
  * pinned or allocated), a peer that closes its handle or destroys its
- * endpoint while the partner waits on it, connections refused, and bad
+ * endpoint while the partner waits on it, connections refused, a polling
+ * thread waiting in a fault that its process will never serve, and bad
  * arguments to every transport ioctl and in submissions (the raw ABI,
  * without the library), which fail cleanly and change nothing.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "kselftest_harness.h"
 #include "zcx_net.h"
@@ -600,6 +605,91 @@ TEST_F_TIMEOUT(raw, polled_endpoint_takes_submissions_in_enter, 60)
 	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
 }
 
+/* The polling thread of this process's first polled context, or 0. */
+static pid_t polling_thread(void)
+{
+	char want[32], comm[32], path[300];
+	struct dirent *d;
+	pid_t found = 0;
+	DIR *dir;
+	FILE *f;
+
+	snprintf(want, sizeof(want), "zcx-poll/%d\n", getpid());
+	dir = opendir("/proc");
+	while (dir && !found && (d = readdir(dir))) {
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, want))
+			found = atoi(d->d_name);
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
+}
+
+/* Wait, bounded, until @p's sq_flags are @flags. */
+static bool sq_flags_become(struct zcx_raw_ep *p, __u32 flags)
+{
+	unsigned int ms;
+
+	for (ms = 0; ms < 10000 * zcx_test_slowdown(); ms++) {
+		if (__atomic_load_n(p->sq_flags, __ATOMIC_RELAXED) == flags)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+/*
+ * The polling thread can be killed (the kernel does, to end a fault it
+ * waits in for a dying process): it then serves no more, and says so.
+ * Its endpoints, and any created later, read asleep and sharing its CPU,
+ * which has the process take its submissions itself; the context closes
+ * as usual.
+ */
+TEST_F_TIMEOUT(raw, killed_polling_thread_leaves_the_submissions_to_the_process, 120)
+{
+	const __u32 dead = ZCX_SQ_NEED_WAKEUP | ZCX_SQ_CPU_SHARED;
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 11 };
+	struct zcx_raw_ep p, q;
+	struct zcx_cqe cqe;
+	pid_t thread;
+
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &p));
+	ASSERT_EQ(0, polled_nop(&p));
+	thread = polling_thread();
+	ASSERT_LT(0, thread);
+	if (kill(thread, SIGKILL) && errno == EPERM)
+		SKIP(return, "no CAP_KILL");
+	ASSERT_TRUE(sq_flags_become(&p, dead)) TH_LOG("sq_flags %#x", *p.sq_flags);
+
+	/* What libzcx does then: the doorbell takes the entry. */
+	zcx_raw_push(&p, &sqe);
+	ASSERT_EQ(1, zcx_raw_enter(&p, 1, ZCX_ENTER_SQ_WAKEUP, 0));
+	ASSERT_EQ(1, zcx_raw_pop(&p, &cqe));
+	EXPECT_EQ(11, cqe.user_data);
+	EXPECT_EQ(0, cqe.res);
+	/* Woken, it says it again. */
+	EXPECT_TRUE(sq_flags_become(&p, dead)) TH_LOG("sq_flags %#x", *p.sq_flags);
+	/* A wait takes what is published, whatever to_submit says. */
+	zcx_raw_push(&p, &sqe);
+	ASSERT_EQ(1, zcx_raw_enter(&p, 0, ZCX_ENTER_GETEVENTS, 1));
+	ASSERT_EQ(1, zcx_raw_pop(&p, &cqe));
+	EXPECT_EQ(0, cqe.res);
+
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &q));
+	EXPECT_TRUE(sq_flags_become(&q, dead)) TH_LOG("sq_flags %#x", *q.sq_flags);
+	zcx_raw_push(&q, &sqe);
+	ASSERT_EQ(1, zcx_raw_enter(&q, 1, 0, 0));
+	ASSERT_EQ(1, zcx_raw_pop(&q, &cqe));
+	EXPECT_EQ(0, cqe.res);
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&q));
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
+}
+
 /* Bad submissions fail in their completion, and the ring goes on. */
 TEST_F(raw, bad_submissions)
 {
@@ -883,6 +973,381 @@ TEST_F(raw, barrier_bad_args)
 	bj.addr = self->r.c.addr;
 	ret = zcx_test_ioctl(self->fd, ZCX_IOC_BAR_JOIN, &bj);
 	EXPECT_TRUE(ret == -ECONNREFUSED || ret == -EINVAL) TH_LOG("%d", ret);
+}
+
+/*
+ * A polled endpoint's send whose memory is missing under a userfaultfd
+ * that nobody serves: its polling thread waits in that fault, as the
+ * process's own thread would in ZCX_IOC_ENTER, for as long as the process
+ * likes.  Whatever the process does next must not leave anything stuck:
+ * killed while another of its threads destroys that endpoint, or closing
+ * its handle.  Both used to wait for the thread for ever, unkillable,
+ * with nobody left to serve the fault.  A child does it; the parent
+ * watches, bounded, since a failure is a task that never ends.
+ */
+FIXTURE(stuck) {
+	struct zcx_test_census before;
+	int report[2];		/* the child's steps, to the parent */
+	pid_t child;
+};
+
+FIXTURE_VARIANT(stuck) {
+	size_t len;
+};
+
+/* The thread copies the payload from the process's memory. */
+FIXTURE_VARIANT_ADD(stuck, inline) {
+	.len = 64,
+};
+
+/* The thread pins the buffer (a registration missed). */
+FIXTURE_VARIANT_ADD(stuck, zero_copy) {
+	.len = 64 * KiB,
+};
+
+FIXTURE_SETUP(stuck)
+{
+	self->before = zcx_test_census();
+	self->child = -1;
+	ASSERT_EQ(0, pipe2(self->report, O_CLOEXEC));
+}
+
+FIXTURE_TEARDOWN(stuck)
+{
+	const char *leaked;
+
+	/* A child left by a failed step: it may hold the context. */
+	if (self->child > 0 && waitpid(self->child, NULL, WNOHANG) == 0) {
+		kill(self->child, SIGKILL);
+		waitpid(self->child, NULL, 0);
+	}
+	close(self->report[0]);
+	if (self->report[1] >= 0)
+		close(self->report[1]);
+	leaked = zcx_test_census_settle(&self->before, 10000);
+	EXPECT_EQ(NULL, leaked) TH_LOG("%s not back where the test began", leaked);
+}
+
+/* What the child tells the parent. */
+enum stuck_step {
+	STUCK_IN_FAULT = 1,	/* the polling thread waits in the fault */
+	STUCK_NO_WAIT,		/* the kernel failed the send rather than wait */
+	STUCK_DESTROYING,	/* a thread waits to destroy the endpoint */
+	STUCK_CLOSED,		/* close() returned */
+	STUCK_FAILED,		/* a step failed: see the child's output */
+};
+
+struct stuck_poller {
+	int fd;
+	struct zcx_raw_ep polled, live;
+	char *mem;
+	size_t map_len;		/* @mem's, whole pages */
+	int uffd;
+};
+
+/*
+ * In the child: a polled endpoint sends @len bytes of memory that is
+ * missing under a userfaultfd; STUCK_IN_FAULT once its polling thread
+ * waits in the fault, STUCK_NO_WAIT if the send completes first (with an
+ * error), else STUCK_FAILED.
+ */
+static enum stuck_step stuck_poller_start(struct stuck_poller *s, size_t len)
+{
+	unsigned int ms, limit = 60000 * zcx_test_slowdown();
+	struct zcx_ep_connect conn = { 0 };
+	struct pollfd fault = { .events = POLLIN };
+	struct zcx_sqe sqe;
+	struct zcx_cqe cqe;
+	long page = sysconf(_SC_PAGESIZE);
+
+	s->fd = zcx_test_open();
+	s->map_len = (len + page - 1) / page * page;
+	s->mem = zcx_test_anon(s->map_len);
+	if (s->fd < 0 || !s->mem ||
+	    zcx_raw_ep_create(s->fd, ZCX_EP_POLL, 0, &s->polled) ||
+	    zcx_raw_ep_create(s->fd, 0, 0, &s->live))
+		return STUCK_FAILED;
+	conn.ep = s->polled.c.ep;
+	conn.addr = s->live.c.addr;
+	s->uffd = zcx_test_uffd(s->mem, s->map_len);
+	if (s->uffd < 0 || zcx_test_ioctl(s->fd, ZCX_IOC_EP_CONNECT, &conn))
+		return STUCK_FAILED;
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = conn.peer,
+				.addr = (uintptr_t)s->mem, .len = len };
+	zcx_raw_push(&s->polled, &sqe);
+	if ((*s->polled.sq_flags & ZCX_SQ_NEED_WAKEUP) &&
+	    zcx_raw_enter(&s->polled, 0, ZCX_ENTER_SQ_WAKEUP, 0) < 0)
+		return STUCK_FAILED;
+	fault.fd = s->uffd;
+	for (ms = 0; ms < limit; ms += 10) {
+		if (poll(&fault, 1, 10) == 1)
+			return STUCK_IN_FAULT;
+		if (zcx_raw_pop(&s->polled, &cqe)) {
+			printf("# the send completed with %d without waiting\n", cqe.res);
+			return cqe.res < 0 ? STUCK_NO_WAIT : STUCK_FAILED;
+		}
+	}
+	return STUCK_FAILED;
+}
+
+/* Undo stuck_poller_start(), once the send is over. */
+static void stuck_poller_end(struct stuck_poller *s)
+{
+	zcx_raw_ep_destroy(&s->polled);
+	zcx_raw_ep_destroy(&s->live);
+	close(s->uffd);
+	close(s->fd);
+	munmap(s->mem, s->map_len);
+}
+
+static void stuck_report(int fd, enum stuck_step step)
+{
+	char c = step;
+
+	if (write(fd, &c, 1) != 1)
+		_exit(3);
+}
+
+/* In the parent after fork(): a child that dies silently ends the reports. */
+static void stuck_parent(int report[2])
+{
+	close(report[1]);
+	report[1] = -1;
+}
+
+/* The child's next step, or 0 if it told none in time. */
+static enum stuck_step stuck_next(int fd)
+{
+	struct pollfd in = { .fd = fd, .events = POLLIN };
+	char c;
+
+	if (poll(&in, 1, 90000 * zcx_test_slowdown()) != 1 || read(fd, &c, 1) != 1)
+		return 0;
+	return c;
+}
+
+/* Whether the child ends within 60 s (×ZCX_SLOW); its wait status in *status. */
+static bool stuck_child_ends(pid_t child, int *status)
+{
+	int ms;
+
+	for (ms = 0; ms < 60000 * (int)zcx_test_slowdown(); ms += 10) {
+		if (waitpid(child, status, WNOHANG) == child)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+/* The child got to its step, or the test is skipped or fails. */
+#define STUCK_EXPECT_STEP(self, want) do {					\
+	enum stuck_step got = stuck_next((self)->report[0]);			\
+										\
+	if (got == STUCK_NO_WAIT) {						\
+		kill((self)->child, SIGKILL);					\
+		waitpid((self)->child, NULL, 0);				\
+		SKIP(return, "this kernel fails the pin rather than wait in the fault"); \
+	}									\
+	ASSERT_EQ(want, got);							\
+} while (0)
+
+TEST_F_TIMEOUT(stuck, killed_while_destroying_the_endpoint, 300)
+{
+	int status;
+
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		struct zcx_raw_stuck destroy = { 0 };
+		struct stuck_poller s;
+		enum stuck_step step;
+		pthread_t thread;
+
+		step = stuck_poller_start(&s, variant->len);
+		stuck_report(self->report[1], step);
+		if (step != STUCK_IN_FAULT)
+			_exit(1);
+		destroy.r = &s.polled;
+		if (pthread_create(&thread, NULL, zcx_raw_stuck_destroy, &destroy) ||
+		    !zcx_test_await_thread_state(&destroy.tid, 'D', 10000 * zcx_test_slowdown())) {
+			stuck_report(self->report[1], STUCK_FAILED);
+			_exit(1);
+		}
+		stuck_report(self->report[1], STUCK_DESTROYING);
+		pause();
+		_exit(2);
+	}
+	stuck_parent(self->report);
+	STUCK_EXPECT_STEP(self, STUCK_IN_FAULT);
+	ASSERT_EQ(STUCK_DESTROYING, stuck_next(self->report[0]));
+	ASSERT_EQ(0, kill(self->child, SIGKILL));
+	ASSERT_TRUE(stuck_child_ends(self->child, &status))
+		TH_LOG("the killed child did not end: a task is stuck");
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) TH_LOG("%#x", status);
+}
+
+TEST_F_TIMEOUT(stuck, closing_the_handle, 300)
+{
+	int status;
+
+	self->child = fork();
+	ASSERT_LE(0, self->child);
+	if (!self->child) {
+		struct stuck_poller s;
+		enum stuck_step step;
+
+		step = stuck_poller_start(&s, variant->len);
+		stuck_report(self->report[1], step);
+		if (step != STUCK_IN_FAULT)
+			_exit(1);
+		/* The rings' mappings hold the file: without them, close() releases it. */
+		munmap(s.polled.map, s.polled.c.mmap_size);
+		munmap(s.live.map, s.live.c.mmap_size);
+		close(s.fd);
+		stuck_report(self->report[1], STUCK_CLOSED);
+		_exit(0);
+	}
+	stuck_parent(self->report);
+	STUCK_EXPECT_STEP(self, STUCK_IN_FAULT);
+	EXPECT_EQ(STUCK_CLOSED, stuck_next(self->report[0]))
+		TH_LOG("close() did not return");
+	if (!stuck_child_ends(self->child, &status)) {
+		kill(self->child, SIGKILL);
+		ASSERT_TRUE(stuck_child_ends(self->child, &status))
+			TH_LOG("the child, killed, did not end: a task is stuck");
+	}
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("%#x", status);
+}
+
+/*
+ * And the thread does wait, as the process's own would: once the fault
+ * is served, the send completes and the receiver gets the bytes.
+ */
+TEST_F_TIMEOUT(stuck, served_fault_completes_the_send, 300)
+{
+	unsigned int ms, limit = 60000 * zcx_test_slowdown();
+	long page = sysconf(_SC_PAGESIZE);
+	size_t map_len = (variant->len + page - 1) / page * page;
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_RECV };
+	struct uffdio_copy copy = { 0 };
+	struct stuck_poller s;
+	enum stuck_step step;
+	struct zcx_cqe cqe;
+	char *pattern, *got;
+	size_t i;
+
+	/* UFFDIO_COPY copies whole pages. */
+	pattern = zcx_test_anon(map_len);
+	got = zcx_test_anon(variant->len);
+	ASSERT_NE(NULL, pattern);
+	ASSERT_NE(NULL, got);
+	for (i = 0; i < variant->len; i++)
+		pattern[i] = (char)(i * 7 + 3);
+	step = stuck_poller_start(&s, variant->len);
+	if (step == STUCK_NO_WAIT) {
+		stuck_poller_end(&s);
+		SKIP(goto out, "this kernel fails the pin rather than wait in the fault");
+	}
+	ASSERT_EQ(STUCK_IN_FAULT, step);
+
+	copy.dst = (uintptr_t)s.mem;
+	copy.src = (uintptr_t)pattern;
+	copy.len = s.map_len;
+	ASSERT_EQ(0, ioctl(s.uffd, UFFDIO_COPY, &copy));
+	/* A zero-copy send completes once received. */
+	sqe.addr = (uintptr_t)got;
+	sqe.len = variant->len;
+	zcx_raw_push(&s.live, &sqe);
+	ASSERT_EQ(1, zcx_raw_enter(&s.live, 1, ZCX_ENTER_GETEVENTS, 1));
+	ASSERT_EQ(1, zcx_raw_pop(&s.live, &cqe));
+	EXPECT_EQ(0, cqe.res);
+	EXPECT_EQ(variant->len, cqe.len);
+	EXPECT_EQ(0, memcmp(pattern, got, variant->len));
+	for (ms = 0; ms < limit && !zcx_raw_pop(&s.polled, &cqe); ms++)
+		usleep(1000);
+	ASSERT_LT(ms, limit) TH_LOG("the send did not complete");
+	EXPECT_EQ(0, cqe.res);
+
+	stuck_poller_end(&s);
+out:
+	munmap(pattern, map_len);
+	munmap(got, variant->len);
+}
+
+struct waiter {
+	struct zcx_raw_ep *r;
+	pid_t tid;		/* __atomic: the thread's id, once set */
+	int ret;
+};
+
+/* Wait in ZCX_IOC_ENTER for a completion, taking nothing. */
+static void *wait_for_one(void *arg)
+{
+	struct waiter *w = arg;
+
+	__atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
+	w->ret = zcx_raw_enter(w->r, 0, ZCX_ENTER_GETEVENTS, 1);
+	return NULL;
+}
+
+/*
+ * Root kills the polling thread while it waits in the fault: the fault
+ * ends (the send fails), and a thread that waits in ZCX_IOC_ENTER for an
+ * entry the thread never took, on another polled endpoint, comes back
+ * to take it: the process goes on without the thread.
+ */
+TEST_F_TIMEOUT(stuck, killed_polling_thread_leaves_the_rest_to_the_process, 300)
+{
+	struct zcx_sqe nop = { .opcode = ZCX_OP_NOP, .user_data = 12 };
+	unsigned int ms, limit = 60000 * zcx_test_slowdown();
+	struct waiter w = { 0 };
+	struct timespec deadline;
+	struct stuck_poller s;
+	struct zcx_raw_ep other;
+	enum stuck_step step;
+	struct zcx_cqe cqe;
+	pthread_t waiter;
+	pid_t thread;
+
+	step = stuck_poller_start(&s, variant->len);
+	if (step == STUCK_NO_WAIT) {
+		stuck_poller_end(&s);
+		SKIP(return, "this kernel fails the pin rather than wait in the fault");
+	}
+	ASSERT_EQ(STUCK_IN_FAULT, step);
+	ASSERT_EQ(0, zcx_raw_ep_create(s.fd, ZCX_EP_POLL, 0, &other));
+	zcx_raw_push(&other, &nop);
+	w.r = &other;
+	ASSERT_EQ(0, pthread_create(&waiter, NULL, wait_for_one, &w));
+	ASSERT_TRUE(zcx_test_await_thread_state(&w.tid, 'S', 10000));
+	/* Still waiting in the fault: the entry was not taken. */
+	EXPECT_EQ(0, __atomic_load_n(other.sq_head, __ATOMIC_ACQUIRE));
+
+	thread = polling_thread();
+	ASSERT_LT(0, thread);
+	if (kill(thread, SIGKILL) && errno == EPERM)
+		SKIP(return, "no CAP_KILL");
+	ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME, &deadline));
+	deadline.tv_sec += 60 * zcx_test_slowdown();
+	ASSERT_EQ(0, pthread_timedjoin_np(waiter, NULL, &deadline))
+		TH_LOG("the waiter was not woken");
+	EXPECT_LE(0, w.ret);
+	/* Woken, it left the entry to a call made from now on: this one. */
+	if (!zcx_raw_pop(&other, &cqe)) {
+		ASSERT_EQ(1, zcx_raw_enter(&other, 0, ZCX_ENTER_GETEVENTS, 1));
+		ASSERT_EQ(1, zcx_raw_pop(&other, &cqe));
+	}
+	EXPECT_EQ(12, cqe.user_data);
+	EXPECT_EQ(0, cqe.res);
+
+	/* The send the thread was taking failed. */
+	for (ms = 0; ms < limit && !zcx_raw_pop(&s.polled, &cqe); ms++)
+		usleep(1000);
+	ASSERT_LT(ms, limit) TH_LOG("the send did not complete");
+	EXPECT_GT(0, cqe.res);
+
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&other));
+	stuck_poller_end(&s);
 }
 
 ZCX_NET_HARNESS_MAIN

@@ -839,32 +839,6 @@ TEST(tracepoints_fire)
  * list, dump and flush them: nothing may crash, hang or leak (the VM run
  * fails on any kernel splat).
  */
-/* Threads that call into an endpoint and get stuck there. */
-struct stuck {
-	struct zcx_raw_ep *r;
-	pid_t tid;			/* __atomic: the thread's id, once set */
-	int ret;
-};
-
-static void *stuck_enter(void *arg)
-{
-	struct stuck *c = arg;
-
-	c->ret = zcx_raw_enter(c->r, 1, 0, 0);
-	return NULL;
-}
-
-/* Destroy the endpoint, rings still mapped: the other thread is in there. */
-static void *stuck_destroy(void *arg)
-{
-	struct stuck *c = arg;
-	struct zcx_ep_destroy d = { .ep = c->r->c.ep };
-
-	__atomic_store_n(&c->tid, gettid(), __ATOMIC_RELEASE);
-	c->ret = zcx_test_ioctl(c->r->fd, ZCX_IOC_EP_DESTROY, &d);
-	return NULL;
-}
-
 struct query {
 	struct zcx_nl_msg msg;
 	int ret;
@@ -892,7 +866,7 @@ TEST_F_TIMEOUT(nl, stats_do_not_wait_for_a_stuck_endpoint, 120)
 	struct zcx_raw_ep stuck_ep, live_ep;
 	struct zcx_ep_connect conn = { 0 };
 	struct uffdio_zeropage zp = { 0 };
-	struct stuck enter = { .r = &stuck_ep }, destroy = { .r = &stuck_ep };
+	struct zcx_raw_stuck enter = { .r = &stuck_ep }, destroy = { .r = &stuck_ep };
 	struct pollfd fault = { .events = POLLIN };
 	struct query q = { 0 };
 	pthread_t enter_thread, destroy_thread, query_thread;
@@ -914,9 +888,9 @@ TEST_F_TIMEOUT(nl, stats_do_not_wait_for_a_stuck_endpoint, 120)
 				.addr = (uintptr_t)page, .len = 64 };
 	zcx_raw_push(&stuck_ep, &sqe);
 
-	ASSERT_EQ(0, pthread_create(&enter_thread, NULL, stuck_enter, &enter));
+	ASSERT_EQ(0, pthread_create(&enter_thread, NULL, zcx_raw_stuck_enter, &enter));
 	ASSERT_EQ(1, poll(&fault, 1, 60000));
-	ASSERT_EQ(0, pthread_create(&destroy_thread, NULL, stuck_destroy, &destroy));
+	ASSERT_EQ(0, pthread_create(&destroy_thread, NULL, zcx_raw_stuck_destroy, &destroy));
 	/* Uninterruptible: waiting for the submission to finish. */
 	EXPECT_TRUE(zcx_test_await_thread_state(&destroy.tid, 'D', 10000));
 

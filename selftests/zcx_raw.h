@@ -2,9 +2,9 @@
 /*
  * zcx_raw.h - an endpoint driven through the raw ABI (the ioctls and the
  * mapped rings, no library), for the selftests that check the ABI itself:
- * zcx_fault_test, zcx_security_test, zcx_failinject_test, and
- * zcx_netlink_test for an endpoint stuck in a fault.  Each of them
- * builds its own submit and reap policy on these few steps.
+ * zcx_fault_test, zcx_security_test, zcx_failinject_test and
+ * zcx_netlink_test.  Each of them builds its own submit and reap policy
+ * on these few steps.
  */
 #ifndef ZCX_RAW_H
 #define ZCX_RAW_H
@@ -105,6 +105,33 @@ static inline int zcx_raw_pop(struct zcx_raw_ep *r, struct zcx_cqe *cqe)
 	*cqe = r->cqes[head & r->cq_mask];
 	__atomic_store_n(r->cq_head, head + 1, __ATOMIC_RELEASE);
 	return 1;
+}
+
+/* Threads that call into an endpoint and get stuck there. */
+struct zcx_raw_stuck {
+	struct zcx_raw_ep *r;
+	pid_t tid;			/* __atomic: the thread's id, once set */
+	int ret;
+};
+
+/* ENTER to take one submission (pthread start routine). */
+static inline void *zcx_raw_stuck_enter(void *arg)
+{
+	struct zcx_raw_stuck *c = arg;
+
+	c->ret = zcx_raw_enter(c->r, 1, 0, 0);
+	return NULL;
+}
+
+/* Destroy the endpoint, rings still mapped: another thread is in there. */
+static inline void *zcx_raw_stuck_destroy(void *arg)
+{
+	struct zcx_raw_stuck *c = arg;
+	struct zcx_ep_destroy d = { .ep = c->r->c.ep };
+
+	__atomic_store_n(&c->tid, gettid(), __ATOMIC_RELEASE);
+	c->ret = zcx_test_ioctl(c->r->fd, ZCX_IOC_EP_DESTROY, &d);
+	return NULL;
 }
 
 #endif /* ZCX_RAW_H */

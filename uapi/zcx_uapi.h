@@ -501,11 +501,16 @@ struct zcx_ring_offsets {
 
 /*
  * Endpoint flags (zcx_ep_create.flags): ZCX_EP_POLL, a kernel thread of
- * the context takes submissions; ZCX_EP_ANY_USER, other users may connect
- * with the key (by default only the same effective uid may); ZCX_EP_NET,
- * peers may also connect through the network (the RDMA backend), where
- * the key is the only check: the address is ZCX_NODE_INET if the backend
- * listens.
+ * the context takes submissions (it faults in the process's memory as the
+ * process would, waiting for a userfaultfd to serve a page, say; if the
+ * process dies meanwhile, or root kills the thread, the thread is killed
+ * and serves no more: ZCX_IOC_ENTER then takes the entries, whatever its
+ * to_submit, a wait in it returns when there are some, and the endpoints
+ * show both flags above, so that the process calls it); ZCX_EP_ANY_USER,
+ * other users may connect with the key (by default only the same
+ * effective uid may); ZCX_EP_NET, peers may also connect through the
+ * network (the RDMA backend), where the key is the only check: the
+ * address is ZCX_NODE_INET if the backend listens.
  */
 #define ZCX_EP_POLL		(1U << 0)
 #define ZCX_EP_ANY_USER		(1U << 1)
