@@ -249,9 +249,10 @@ static void zcx_poller_kill(struct zcx_ctx *ctx)
 /*
  * Lock @ep's sq_mutex, which its polling thread may hold for as long as a
  * fault takes that only the process can serve.  If we are killed
- * meanwhile, so is the process (only the address space's own threads get
- * here, zcx_ctx_check_caller()), and nobody will serve it: kill the
- * thread, or this would wait for ever.  ctx->ep_mutex held.
+ * meanwhile, so is the process (with the thread still there, only the
+ * address space's own threads get here: zcx_ctx_check_caller(); the
+ * teardown stops it first), and nobody will serve it: kill the thread,
+ * or this would wait for ever.  ctx->ep_mutex held.
  */
 void zcx_ep_lock_sq(struct zcx_ep *ep)
 {
@@ -891,8 +892,6 @@ static bool zcx_poll_pass(struct zcx_ctx *ctx, u32 flags)
 	u32 idx;
 
 	for_each_set_bit(idx, ctx->polled, ZCX_MAX_ENDPOINTS) {
-		if (fatal_signal_pending(current))
-			break;
 		ep = zcx_ep_get(ctx, idx);
 		if (!ep)
 			continue;

@@ -1274,16 +1274,10 @@ out:
 	munmap(got, variant->len);
 }
 
-struct waiter {
-	struct zcx_raw_ep *r;
-	pid_t tid;		/* __atomic: the thread's id, once set */
-	int ret;
-};
-
 /* Wait in ZCX_IOC_ENTER for a completion, taking nothing. */
 static void *wait_for_one(void *arg)
 {
-	struct waiter *w = arg;
+	struct zcx_raw_stuck *w = arg;
 
 	__atomic_store_n(&w->tid, gettid(), __ATOMIC_RELEASE);
 	w->ret = zcx_raw_enter(w->r, 0, ZCX_ENTER_GETEVENTS, 1);
@@ -1300,7 +1294,7 @@ TEST_F_TIMEOUT(stuck, killed_polling_thread_leaves_the_rest_to_the_process, 300)
 {
 	struct zcx_sqe nop = { .opcode = ZCX_OP_NOP, .user_data = 12 };
 	unsigned int ms, limit = 60000 * zcx_test_slowdown();
-	struct waiter w = { 0 };
+	struct zcx_raw_stuck w = { 0 };
 	struct timespec deadline;
 	struct stuck_poller s;
 	struct zcx_raw_ep other;
