@@ -854,6 +854,21 @@ TEST_F_TIMEOUT(net, slow_receiver_loses_nothing, 300)
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_flood, net_drain_in_order, NULL));
 }
 
+#define RX_BUFFERS	BACKEND_PARAM("rx_buffers")
+
+/*
+ * The same with the fewest receive buffers a node may give a connection
+ * (rx_buffers=8): fewer inline messages at once, none lost.
+ * (zcx_net_reusable() reloads zcx_ib if this test left it lowered.)
+ */
+TEST_F_TIMEOUT(net, slow_receiver_with_the_fewest_buffers_loses_nothing, 300)
+{
+	ASSERT_EQ(BACKEND_RX_BUFFERS, zcx_test_read_number(RX_BUFFERS));
+	ASSERT_EQ(0, zcx_test_write_file(RX_BUFFERS, "8"));
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, net_flood, net_drain_in_order, NULL));
+	EXPECT_EQ(0, zcx_test_write_file(RX_BUFFERS, "32"));
+}
+
 /*
  * More rendezvous messages than the receiver copies out of its buffers
  * (ZCX_IB_RTS_COPY_BYTES of them, some 3,600 of a segment each), before

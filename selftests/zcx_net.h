@@ -158,9 +158,10 @@ static inline bool rdma_port_active(int tries)
 }
 
 #define BACKEND_PARAM(name)	"/sys/module/zcx_ib/parameters/" name
-/* zcx_ib's keepalive_ms and max_accepted when loaded (zcx_ib_test sets others). */
+/* zcx_ib's parameters when loaded (zcx_ib_test sets others). */
 #define BACKEND_KEEPALIVE_MS	10000
 #define BACKEND_MAX_ACCEPTED	1024
+#define BACKEND_RX_BUFFERS	32
 
 /* zcx_ib's reg_cache: 1 (Y), 0 (N), or -1 if unreadable. */
 static inline int backend_reg_cache(void)
@@ -208,6 +209,7 @@ static inline bool zcx_net_reusable(void)
 	       backend_listens_for_tests() &&
 	       zcx_test_read_number(BACKEND_PARAM("keepalive_ms")) == BACKEND_KEEPALIVE_MS &&
 	       zcx_test_read_number(BACKEND_PARAM("max_accepted")) == BACKEND_MAX_ACCEPTED &&
+	       zcx_test_read_number(BACKEND_PARAM("rx_buffers")) == BACKEND_RX_BUFFERS &&
 	       backend_reg_cache() == 1;
 }
 

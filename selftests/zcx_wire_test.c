@@ -9,7 +9,9 @@
  *
  * First it shows that it speaks the protocol: inline and rendezvous
  * messages (read from its memory, into a shorter receive, of no bytes),
- * PUTs and a GET land where they should, and their FINs come back.  Then
+ * PUTs and a GET land where they should, and their FINs come back; the
+ * node accepts with a welcome telling its receive buffers (rx_buffers).
+ * Then
  * what it must not get: a hello that is short, of another version, with
  * a wrong key or endpoint, or a transport the node cannot use (no READ
  * at a time, retries for ever) is rejected; a connection refused though
@@ -27,7 +29,9 @@
  * nothing.  Last it plays a node (a listener of its own) that an
  * endpoint connects to: a node that speaks the protocol gets the hello,
  * inline messages, and RTSs whose sends wait for its FIN and take its
- * status; a node that answers what was never asked (a FIN for another
+ * status; one that welcomes with few buffers gets no more messages at
+ * once; one whose welcome is missing, of another version, or out of
+ * bounds is refused; a node that answers what was never asked (a FIN for another
  * send, of a status that is no errno of user space's, of the wrong size;
  * credits it never had, none, or with a flag; an EAGER the wrong way; a
  * WRITE with immediate data, which takes a reply's buffer but is none)
@@ -57,9 +61,11 @@
  * that this test was not told of fails it.  Little-endian on the wire.
  */
 #define WIRE_MAGIC	0x7a637831
-#define WIRE_VERSION	8
+#define WIRE_VERSION	9
 #define WIRE_INLINE	4096
-#define WIRE_CREDITS	32	/* messages an active side may send at first */
+/* A welcome's credits: the passive side's receive buffers, 8 to 32. */
+#define WIRE_RX_MIN	8
+#define WIRE_RX_MAX	32
 #define WIRE_EAGER_OFF	0x1	/* a CREDIT's flag */
 
 enum wire_type { W_EAGER, W_RTS, W_FIN, W_CREDIT, W_PUT, W_GET, W_TAKEN };
@@ -70,6 +76,13 @@ struct wire_hello {
 	uint16_t reserved;
 	uint64_t ep_id;
 	uint64_t key;
+};
+
+/* What accepting a connection answers. */
+struct wire_welcome {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t credits;
 };
 
 struct wire_hdr {
@@ -136,6 +149,7 @@ struct raw {
 	uint32_t got_len;	/* ... the last one's length ... */
 	unsigned char got[RAW_RECV_SIZE];	/* ... and bytes */
 	bool shared_ch;		/* @ch is a listener's */
+	struct wire_welcome welcome;	/* connecting: what the node accepted with */
 };
 
 /* The next CM event within @ms: its type, or -1. */
@@ -148,6 +162,9 @@ static int raw_event(struct raw *r, int ms)
 	if (poll(&pfd, 1, ms) != 1 || rdma_get_cm_event(r->ch, &ev))
 		return -1;
 	type = ev->event;
+	if (type == RDMA_CM_EVENT_ESTABLISHED &&
+	    ev->param.conn.private_data_len >= sizeof(r->welcome))
+		memcpy(&r->welcome, ev->param.conn.private_data, sizeof(r->welcome));
 	rdma_ack_cm_event(ev);
 	return type;
 }
@@ -580,6 +597,8 @@ struct fake {
 	uint16_t port;
 	struct raw conn;
 	struct wire_hello hello;	/* what the endpoint's node sent */
+	struct wire_welcome welcome;	/* what we accept it with ... */
+	size_t welcome_len;		/* ... so many bytes of it */
 	pthread_t thread;
 	int stop;			/* eventfd: the connect failed, stop waiting */
 	int accepted;			/* 0 once established */
@@ -590,6 +609,12 @@ static int fake_listen(struct fake *f)
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 
 	memset(f, 0, sizeof(*f));
+	f->welcome = (struct wire_welcome) {
+		.magic = htole32(WIRE_MAGIC),
+		.version = htole16(WIRE_VERSION),
+		.credits = htole16(WIRE_RX_MAX),
+	};
+	f->welcome_len = sizeof(f->welcome);
 	f->stop = eventfd(0, EFD_CLOEXEC);
 	if (f->stop < 0 || inet_pton(AF_INET, NET_IP, &sin.sin_addr) != 1)
 		return -1;
@@ -1036,37 +1061,72 @@ TEST_F_TIMEOUT(wire, a_refused_connection_fails_no_receive, 300)
 }
 
 /*
- * A sender that posts FLOOD inline messages at once, as if it had the
- * credits: the node takes what it has buffers for (holding, then copying
- * a bounded number) and then lets the sender's retries wait; the
- * endpoint's other peer is not held up, and once the receiver takes
- * them, every message comes, in order.
+ * A sender that posts @n inline messages at once, as if it had the
+ * credits (the @credits its welcome gave, and more): the node takes what
+ * it has buffers for (holding, then copying a bounded number) and then
+ * lets the sender's retries wait; the endpoint's other peer is not held
+ * up, and once the receiver takes them, every message comes, in order.
  */
-#define FLOOD	200
-
-TEST_F_TIMEOUT(wire, a_sender_ignoring_credits_holds_up_only_itself, 600)
+static void flood_ignoring_credits(struct __test_metadata *_metadata, struct node *node,
+				   struct raw *r, unsigned int credits, unsigned int n)
 {
-	struct raw *r = &self->raw;
 	unsigned char msg[WIRE_INLINE];
 	unsigned int i;
 
-	if (!strcmp(zcx_net_rdma_type(), "siw"))
-		SKIP(return, "iWARP has no retry for a receiver without a buffer");
-	ASSERT_EQ(0, raw_open(r, &self->node.addr));
-	for (i = 0; i < FLOOD; i++) {
+	ASSERT_EQ(credits, le16toh(r->welcome.credits));
+	for (i = 0; i < n; i++) {
 		xpat_fill(msg, sizeof(msg), 1000 + i);
 		ASSERT_EQ(0, raw_post(r, W_EAGER, 0, 0, 1000 + i, msg, sizeof(msg), -1));
 	}
 	/* Taken beyond the credits, before anything was received. */
-	ASSERT_EQ(0, raw_wait(r, sends_done, WIRE_CREDITS + 1));
-	EXPECT_EQ(0, node_still_receives(&self->node, TAG));
-	for (i = 0; i < FLOOD; i++) {
-		ASSERT_EQ(0, node_recv(&self->node, sizeof(msg), 1000 + i, sizeof(msg), 1000 + i))
+	ASSERT_EQ(0, raw_wait(r, sends_done, credits + 1));
+	EXPECT_EQ(0, node_still_receives(node, TAG));
+	for (i = 0; i < n; i++) {
+		ASSERT_EQ(0, node_recv(node, sizeof(msg), 1000 + i, sizeof(msg), 1000 + i))
 			TH_LOG("message %u", i);
 		/* (Our receive slots posted again for the CREDITs.) */
 		ASSERT_EQ(0, raw_poll(r));
 	}
-	EXPECT_EQ(0, raw_wait(r, sends_done, FLOOD));
+	EXPECT_EQ(0, raw_wait(r, sends_done, n));
+}
+
+TEST_F_TIMEOUT(wire, a_sender_ignoring_credits_holds_up_only_itself, 600)
+{
+	if (!strcmp(zcx_net_rdma_type(), "siw"))
+		SKIP(return, "iWARP has no retry for a receiver without a buffer");
+	ASSERT_EQ(0, raw_open(&self->raw, &self->node.addr));
+	flood_ignoring_credits(_metadata, &self->node, &self->raw, WIRE_RX_MAX, 200);
+}
+
+#define RX_BUFFERS	BACKEND_PARAM("rx_buffers")
+
+/*
+ * Accepting tells the sender how many receive buffers the node posted:
+ * rx_buffers (8 to 32; other values are refused) as it was when the
+ * connection came.  With the fewest, a sender ignoring its credits meets
+ * a node that holds and copies fewer messages, and loses none.
+ * (zcx_net_reusable() reloads zcx_ib if this test left it lowered.)
+ */
+TEST_F_TIMEOUT(wire, the_node_welcomes_with_its_receive_buffers, 600)
+{
+	struct raw *r = &self->raw;
+
+	ASSERT_EQ(WIRE_RX_MAX, zcx_test_read_number(RX_BUFFERS));
+	EXPECT_EQ(-EINVAL, zcx_test_write_file(RX_BUFFERS, "7"));
+	EXPECT_EQ(-EINVAL, zcx_test_write_file(RX_BUFFERS, "33"));
+	EXPECT_EQ(WIRE_RX_MAX, zcx_test_read_number(RX_BUFFERS));
+	ASSERT_EQ(0, raw_open(r, &self->node.addr));
+	EXPECT_EQ(WIRE_MAGIC, le32toh(r->welcome.magic));
+	EXPECT_EQ(WIRE_VERSION, le16toh(r->welcome.version));
+	EXPECT_EQ(WIRE_RX_MAX, le16toh(r->welcome.credits));
+	raw_close(r);
+	ASSERT_EQ(0, zcx_test_write_file(RX_BUFFERS, "8"));
+	ASSERT_EQ(0, raw_open(r, &self->node.addr));
+	EXPECT_EQ(WIRE_RX_MIN, le16toh(r->welcome.credits));
+	/* A connection keeps the buffers it was accepted with. */
+	ASSERT_EQ(0, zcx_test_write_file(RX_BUFFERS, "32"));
+	if (strcmp(zcx_net_rdma_type(), "siw"))
+		flood_ignoring_credits(_metadata, &self->node, r, WIRE_RX_MIN, 60);
 }
 
 /* (A thread:) accept the next request, keeping its hello. */
@@ -1086,6 +1146,8 @@ static void *fake_accept(void *arg)
 	};
 	struct rdma_cm_event *ev;
 
+	param.private_data = &f->welcome;
+	param.private_data_len = f->welcome_len;
 	f->accepted = -1;
 	raw_close(&f->conn);
 	/* (What the previous connection's id still had to say is passed over.) */
@@ -1124,7 +1186,8 @@ static void *fake_accept(void *arg)
 /*
  * @ep connected through the network to an endpoint of the fake node (the
  * tests' address, f->port): its connection number in *@peer, the fake's
- * side in f->conn; 0, or -1.
+ * side in f->conn; 0, connecting's -errno, or -1 if connecting succeeded
+ * but the fake's side did not.
  */
 static int fake_connect(struct fake *f, struct zcx_ep *ep, uint32_t *peer)
 {
@@ -1142,7 +1205,10 @@ static int fake_connect(struct fake *f, struct zcx_ep *ep, uint32_t *peer)
 	if (ret)
 		eventfd_write(f->stop, 1);
 	pthread_join(f->thread, NULL);
-	return ret || f->accepted ? -1 : 0;
+	/* Taken back, for the next connect. */
+	if (ret)
+		eventfd_read(f->stop, &(eventfd_t){ 0 });
+	return ret ? ret : f->accepted ? -1 : 0;
 }
 
 static bool msgs_came(const struct raw *r, unsigned int n)
@@ -1327,11 +1393,124 @@ TEST_F_TIMEOUT(wire, a_node_breaking_the_protocol_fails_the_sends_to_it, 600)
 
 
 /*
+ * Welcomes a node cannot take, each on a connection of its own: none, a
+ * short one, another protocol's or version's, credits out of 8..32.  The
+ * connect fails as a refused one does.
+ */
+struct bad_welcome {
+	const char *what;
+	size_t len;
+	uint32_t magic_xor;
+	uint16_t version;
+	uint16_t credits;
+};
+
+static const struct bad_welcome bad_welcomes[] = {
+	{ "none", .len = 0, .version = WIRE_VERSION, .credits = WIRE_RX_MAX },
+	/* (InfiniBand pads what is short with zeros: credits 0.) */
+	{ "without its credits", .len = sizeof(struct wire_welcome) - 2,
+	  .version = WIRE_VERSION, .credits = WIRE_RX_MAX },
+	{ "another magic", .len = sizeof(struct wire_welcome), .magic_xor = 1,
+	  .version = WIRE_VERSION, .credits = WIRE_RX_MAX },
+	{ "the version before", .len = sizeof(struct wire_welcome), .version = WIRE_VERSION - 1,
+	  .credits = WIRE_RX_MAX },
+	{ "too few credits", .len = sizeof(struct wire_welcome), .version = WIRE_VERSION,
+	  .credits = WIRE_RX_MIN - 1 },
+	{ "too many credits", .len = sizeof(struct wire_welcome), .version = WIRE_VERSION,
+	  .credits = WIRE_RX_MAX + 1 },
+};
+
+TEST_F_TIMEOUT(wire, a_node_welcoming_wrongly_is_refused, 600)
+{
+	struct fake *f = &self->fake;
+	unsigned int i;
+	uint32_t peer;
+
+	ASSERT_EQ(0, fake_listen(f));
+	for (i = 0; i < sizeof(bad_welcomes) / sizeof(bad_welcomes[0]); i++) {
+		const struct bad_welcome *b = &bad_welcomes[i];
+
+		f->welcome.magic = htole32(WIRE_MAGIC ^ b->magic_xor);
+		f->welcome.version = htole16(b->version);
+		f->welcome.credits = htole16(b->credits);
+		f->welcome_len = b->len;
+		EXPECT_EQ(-ECONNREFUSED, fake_connect(f, self->node.good, &peer))
+			TH_LOG("%s", b->what);
+	}
+	/* A good one after them. */
+	f->welcome.magic = htole32(WIRE_MAGIC);
+	f->welcome.version = htole16(WIRE_VERSION);
+	f->welcome.credits = htole16(WIRE_RX_MAX);
+	f->welcome_len = sizeof(f->welcome);
+	ASSERT_EQ(0, fake_connect(f, self->node.good, &peer));
+	EXPECT_EQ(0, zcx_send(self->node.good, peer, &i, sizeof(i), TAG));
+	fake_close(f);
+}
+
+/*
+ * A node that welcomes with its fewest buffers gets that many messages at
+ * first, but the last (whose credit is kept for a TAKEN), then as many as
+ * a CREDIT gives back: here the 4 inline messages the sender queues for
+ * credits at 8 buffers (more would go as rendezvous ones).  One credit
+ * more than the welcome gave breaks the protocol, and the rendezvous send
+ * waiting for a credit fails.  (A sender that took 32 credits would send
+ * all the messages at once: the fake would have them before the first
+ * sends completed.)
+ */
+#define FEW_MSGS	(WIRE_RX_MIN - 1 + WIRE_RX_MIN / 2)
+
+TEST_F_TIMEOUT(wire, a_node_welcoming_with_few_buffers_gets_few_messages, 300)
+{
+	const unsigned int first = WIRE_RX_MIN - 1;
+	struct zcx_req reqs[FEW_MSGS] = { 0 }, req = { 0 };
+	unsigned char out[8192] = { 0 };
+	struct fake *f = &self->fake;
+	uint64_t v[FEW_MSGS];
+	struct wire_hdr hdr;
+	unsigned int i;
+	uint32_t peer;
+
+	ASSERT_EQ(0, fake_listen(f));
+	f->welcome.credits = htole16(WIRE_RX_MIN);
+	ASSERT_EQ(0, fake_connect(f, self->node.good, &peer));
+	for (i = 0; i < FEW_MSGS; i++) {
+		v[i] = 4000 + i;
+		ASSERT_EQ(0, zcx_isend(self->node.good, peer, &v[i], sizeof(v[i]), TAG + i,
+				       &reqs[i]));
+	}
+	ASSERT_EQ(0, zcx_ep_flush(self->node.good));
+	/* In order: the last one received tells which came. */
+	ASSERT_EQ(0, raw_wait(&f->conn, msgs_came, first));
+	for (i = 0; i < first; i++)
+		EXPECT_EQ(0, xwait_bounded(self->node.good, &reqs[i], RAW_WAIT_MS));
+	ASSERT_EQ(0, raw_poll(&f->conn));
+	EXPECT_EQ(first, f->conn.msgs);
+	memcpy(&hdr, f->conn.got, sizeof(hdr));
+	EXPECT_EQ(TAG + first - 1, le64toh(hdr.tag));
+	EXPECT_EQ(0, zcx_test(self->node.good, &reqs[first]));
+	ASSERT_EQ(0, raw_post(&f->conn, W_CREDIT, 0, FEW_MSGS - first, 0, out, 0, -1));
+	ASSERT_EQ(0, raw_wait(&f->conn, msgs_came, FEW_MSGS));
+	for (i = first; i < FEW_MSGS; i++)
+		EXPECT_EQ(0, xwait_bounded(self->node.good, &reqs[i], RAW_WAIT_MS));
+	ASSERT_EQ(FEW_MSGS, f->conn.msgs);
+	memcpy(&hdr, f->conn.got, sizeof(hdr));
+	EXPECT_EQ(W_EAGER, hdr.type);
+	EXPECT_EQ(TAG + FEW_MSGS - 1, le64toh(hdr.tag));
+	/* One credit left, the TAKEN's: the RTS waits, and the CREDIT is too many. */
+	ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG, &req));
+	ASSERT_EQ(0, zcx_ep_flush(self->node.good));
+	ASSERT_EQ(0, raw_post(&f->conn, W_CREDIT, 0, WIRE_RX_MIN, 0, out, 0, -1));
+	EXPECT_EQ(-ECONNRESET, xwait_bounded(self->node.good, &req, RAW_WAIT_MS));
+	EXPECT_TRUE(raw_dropped(&f->conn));
+	fake_close(f);
+}
+
+/*
  * The active side's receive buffers, for FINs and CREDITs: as many as
  * FINs may be owed (128) and credits given back at once (zcx_ib.h's
  * ZCX_IB_REPLY_DEPTH).  They are used in turn.
  */
-#define WIRE_REPLY_BUFFERS	(128 + WIRE_CREDITS)
+#define WIRE_REPLY_BUFFERS	(128 + WIRE_RX_MAX)
 
 /*
  * A WRITE with immediate data through the key a GET gave takes one of the

@@ -6,8 +6,9 @@
  * The node listens on one rdma_cm port (module parameter "listen"); an
  * endpoint's address carries it.  Connecting sends a hello with the
  * target endpoint's number and key; the listener accepts it only for a
- * live endpoint with that key.  A connection is one-way, as on a node:
- * the active side sends, the passive side receives.
+ * live endpoint with that key, with a welcome telling how many receive
+ * buffers it posted for it (rx_buffers).  A connection is one-way, as on
+ * a node: the active side sends, the passive side receives.
  *
  * Messages and rendezvous are xfer.c's, registrations mr.c's.
  *
@@ -136,12 +137,11 @@ static void zcx_ib_qp_event(struct ib_event *ev, void *context)
 static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 {
 	const struct ib_device_attr *attrs = &id->device->attrs;
-	u32 rx_depth = conn->passive ? ZCX_IB_RX_DEPTH : ZCX_IB_REPLY_DEPTH;
+	u32 rx_depth = conn->passive ? conn->rx_depth : ZCX_IB_REPLY_DEPTH;
 	struct ib_qp_init_attr attr = {};
 	int ret;
 
 	conn->rx_size = conn->passive ? ZCX_IB_MSG_SIZE : ZCX_IB_REPLY_SIZE;
-	conn->credits = conn->passive ? 0 : ZCX_IB_RX_DEPTH;
 	/*
 	 * Retransmissions replay, on Soft-RoCE, the registrations queued
 	 * behind the lost packet, which then fail and break the connection:
@@ -397,6 +397,10 @@ static int zcx_ib_route_resolved(struct zcx_ib_conn *conn, struct rdma_cm_id *id
  */
 static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 {
+	struct zcx_ib_welcome welcome = {
+		.magic = cpu_to_le32(ZCX_IB_MAGIC),
+		.version = cpu_to_le16(ZCX_IB_VERSION),
+	};
 	struct rdma_conn_param param;
 	struct mem_cgroup *old_memcg;
 	struct zcx_ib_hello hello;
@@ -426,6 +430,9 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 	conn->cm_id = id;
 	id->context = conn;
 	conn->acc.gone = zcx_ib_ep_gone;
+	/* Read once: the parameter may change meanwhile. */
+	conn->rx_depth = READ_ONCE(zcx_ib_rx_buffers);
+	welcome.credits = cpu_to_le16(conn->rx_depth);
 	/* Ours until we return: a teardown may be queued any time from here. */
 	kref_get(&conn->ref);
 	/* A teardown waits for this handler (rdma_lock_handler()) to set ->ep. */
@@ -449,6 +456,8 @@ static int zcx_ib_accept(struct rdma_cm_id *id, const struct rdma_cm_event *ev)
 		set_active_memcg(old_memcg);
 		if (!ret) {
 			zcx_ib_conn_param(&param, id->device, &ev->param.conn);
+			param.private_data = &welcome;
+			param.private_data_len = sizeof(welcome);
 			accepting = true;
 			/*
 			 * Live before the active side hears of it: its first
@@ -479,10 +488,36 @@ reject:
 	return -ECONNREFUSED;
 }
 
+/*
+ * The active side's connection is accepted: take the credits the peer's
+ * welcome gives (before any message can go: connecting has not returned).
+ * -ECONNREFUSED if it gives none we can take: a peer speaking another
+ * version, as one that refuses it.
+ */
+static int zcx_ib_welcomed(struct zcx_ib_conn *conn, const struct rdma_cm_event *ev)
+{
+	struct zcx_ib_welcome welcome;
+	u16 credits;
+
+	if (ev->param.conn.private_data_len < sizeof(welcome))
+		return -ECONNREFUSED;
+	/* Copied: the data follows rdma_cm's header, unaligned. */
+	memcpy(&welcome, ev->param.conn.private_data, sizeof(welcome));
+	credits = le16_to_cpu(welcome.credits);
+	if (le32_to_cpu(welcome.magic) != ZCX_IB_MAGIC ||
+	    le16_to_cpu(welcome.version) != ZCX_IB_VERSION ||
+	    credits < ZCX_IB_RX_MIN || credits > ZCX_IB_RX_MAX)
+		return -ECONNREFUSED;
+	spin_lock(&conn->lock);
+	conn->rx_depth = credits;
+	conn->credits = credits;
+	spin_unlock(&conn->lock);
+	return 0;
+}
+
 static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct zcx_ib_conn *conn = id->context;
-	bool broken;
 	int ret;
 
 	switch (ev->event) {
@@ -502,15 +537,18 @@ static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 			zcx_ib_connect_done(conn, ret);
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
+		/* Only the active side's comes with the peer's welcome. */
+		ret = conn->passive ? 0 : zcx_ib_welcomed(conn, ev);
 		spin_lock(&conn->lock);
-		broken = conn->failed_connecting;
-		if (conn->state == ZCX_IB_CONNECTING && !broken)
+		if (conn->failed_connecting)
+			ret = -ECONNRESET;
+		if (conn->state == ZCX_IB_CONNECTING && !ret)
 			conn->state = ZCX_IB_LIVE;
 		zcx_ib_keepalive_arm(conn);
 		spin_unlock(&conn->lock);
 		/* A failed connect is torn down by zcx_ib_connect(). */
 		if (!conn->passive)
-			zcx_ib_connect_done(conn, broken ? -ECONNRESET : 0);
+			zcx_ib_connect_done(conn, ret);
 		break;
 	case RDMA_CM_EVENT_ADDR_ERROR:
 	case RDMA_CM_EVENT_ROUTE_ERROR:

@@ -57,12 +57,31 @@ module_param_named(reg_cache, zcx_ib_reg_cache, bool, 0644);
 MODULE_PARM_DESC(reg_cache, "Keep the registrations of cached regions for later messages (default 1; 0: register each message, for registrations made from then on)");
 
 /*
- * Each costs some 146 KiB of receive buffers (charged to the accepting
- * endpoint's memory cgroup) and a queue pair of the device.
+ * Each costs its receive buffers (rx_buffers of them, some 4.6 KiB each,
+ * charged to the accepting endpoint's memory cgroup) and a queue pair of
+ * the device.
  */
 unsigned int zcx_ib_max_accepted = 1024;
 module_param_named(max_accepted, zcx_ib_max_accepted, uint, 0644);
 MODULE_PARM_DESC(max_accepted, "Connections from other nodes accepted at once, at most (default 1024; lowered, refuses new ones until fewer)");
+
+/*
+ * Fewer buffers cost less memory per connection, and let a sender have
+ * fewer inline messages in flight before it waits for credits.
+ */
+unsigned int zcx_ib_rx_buffers = ZCX_IB_RX_MAX;
+
+static int zcx_ib_rx_buffers_set(const char *val, const struct kernel_param *kp)
+{
+	return param_set_uint_minmax(val, kp, ZCX_IB_RX_MIN, ZCX_IB_RX_MAX);
+}
+
+static const struct kernel_param_ops zcx_ib_rx_buffers_ops = {
+	.set = zcx_ib_rx_buffers_set,
+	.get = param_get_uint,
+};
+module_param_cb(rx_buffers, &zcx_ib_rx_buffers_ops, &zcx_ib_rx_buffers, 0644);
+MODULE_PARM_DESC(rx_buffers, "Receive buffers of a connection accepted from then on, 8 to 32 (default 32)");
 
 static_assert(IB_DEVICE_NAME_MAX <= ZCX_BACKEND_NAME_MAX);
 

@@ -241,13 +241,13 @@ void zcx_ib_release_rx(void *arg)
 
 /*
  * Flow control.  The active side sends a message only with a credit: it
- * starts with ZCX_IB_RX_DEPTH, one per buffer of the passive side, and
- * gets them back once the passive side posted the buffers again, in a
- * CREDIT message that carries all owed so far; one is in flight at a
- * time, the next carrying what was owed meanwhile.  So no SEND ever meets
- * a receiver without a buffer: receiver-not-ready retries, besides being
- * slow, make Soft-RoCE replay the registrations queued behind the SEND,
- * which then fail.
+ * starts with conn->rx_depth, one per buffer of the passive side (whose
+ * welcome says how many), and gets them back once the passive side
+ * posted the buffers again, in a CREDIT message that carries all owed so
+ * far; one is in flight at a time, the next carrying what was owed
+ * meanwhile.  So no SEND ever meets a receiver without a buffer:
+ * receiver-not-ready retries, besides being slow, make Soft-RoCE replay
+ * the registrations queued behind the SEND, which then fail.
  *
  * Credits go back in batches, not one per message (which costs a SEND,
  * its acknowledgement and two completions, work that runs on the CPUs
@@ -304,12 +304,13 @@ static bool zcx_ib_ctl_ready_locked(const struct zcx_ib_conn *conn)
 
 static void zcx_ib_credit_post_locked(struct zcx_ib_conn *conn)
 {
-	bool eager_off = conn->unreceived >= ZCX_IB_HOLD_MAX;
+	bool eager_off = conn->unreceived >= ZCX_IB_HOLD_MAX(conn->rx_depth);
 
 	if (!conn->owed || !zcx_ib_ctl_ready_locked(conn))
 		return;
 	/* Batched, unless the sender is to learn that it may send inline again. */
-	if (ZCX_IB_RX_DEPTH - conn->lent >= ZCX_IB_CREDIT_LOW && eager_off == conn->eager_off)
+	if (conn->rx_depth - conn->lent >= ZCX_IB_CREDIT_LOW(conn->rx_depth) &&
+	    eager_off == conn->eager_off)
 		return;
 	if (!zcx_ib_ctl_send_locked(conn, conn->owed, eager_off ? ZCX_IB_EAGER_OFF : 0))
 		return;
@@ -1302,7 +1303,7 @@ void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op)
 	 * copy out what was queued before it said so.
 	 */
 	eager = len <= ZCX_IB_INLINE && !READ_ONCE(conn->eager_off) &&
-		READ_ONCE(conn->credit_waiters) < ZCX_IB_EAGER_QUEUE;
+		READ_ONCE(conn->credit_waiters) < ZCX_IB_EAGER_QUEUE(conn->rx_depth);
 	tx = zcx_ib_op_job(conn, eager ? ZCX_IB_JOB_EAGER : ZCX_IB_JOB_RTS, op);
 	if (tx)
 		zcx_ib_op_post(conn, tx, eager ? zcx_ib_eager_job(conn, tx, data, len, tag) :
@@ -1360,7 +1361,7 @@ static int zcx_ib_credit(struct zcx_ib_conn *conn, u32 n, bool eager_off)
 	int ret = -EPROTO;
 
 	spin_lock(&conn->lock);
-	if (n && conn->credits + n <= ZCX_IB_RX_DEPTH) {
+	if (n && conn->credits + n <= conn->rx_depth) {
 		conn->credits += n;
 		WRITE_ONCE(conn->eager_off, eager_off);
 		ret = 0;
@@ -1517,8 +1518,8 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	 */
 	copy = (type == ZCX_IB_RTS &&
 		conn->rts_copied + sizeof(*hdr) + len <= ZCX_IB_RTS_COPY_BYTES) ||
-	       (type == ZCX_IB_EAGER && conn->unreceived >= ZCX_IB_HOLD_MAX &&
-		conn->unreceived < ZCX_IB_UNRECEIVED_MAX);
+	       (type == ZCX_IB_EAGER && conn->unreceived >= ZCX_IB_HOLD_MAX(conn->rx_depth) &&
+		conn->unreceived < ZCX_IB_UNRECEIVED_MAX(conn->rx_depth));
 	if (type == ZCX_IB_EAGER) {
 		conn->unreceived++;
 		rx->unreceived = true;

@@ -56,15 +56,22 @@
 #define ZCX_IB_INLINE		4096
 /* ... and with the header, an accepted connection's receive buffer. */
 #define ZCX_IB_MSG_SIZE		(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE)
-#define ZCX_IB_RX_DEPTH		32	/* receive buffers of an accepted connection */
 /*
- * Inline messages not received yet on an accepted connection: from
- * ZCX_IB_HOLD_MAX, one arriving is copied out of its buffer and the
- * sender told to stop sending inline; from ZCX_IB_UNRECEIVED_MAX (which a
- * sender that heeds it never reaches) none is copied (xfer.c).
+ * Receive buffers of an accepted connection: the rx_buffers parameter,
+ * from ZCX_IB_RX_MIN to ZCX_IB_RX_MAX.  Accepting tells the active side
+ * how many (struct zcx_ib_welcome): its credits to start with.
  */
-#define ZCX_IB_HOLD_MAX		(ZCX_IB_RX_DEPTH - ZCX_IB_RX_DEPTH / 4)
-#define ZCX_IB_UNRECEIVED_MAX	(2 * ZCX_IB_RX_DEPTH)
+#define ZCX_IB_RX_MIN		8
+#define ZCX_IB_RX_MAX		32
+/*
+ * Inline messages not received yet on an accepted connection with
+ * @depth buffers: from ZCX_IB_HOLD_MAX, one arriving is copied out of its
+ * buffer and the sender told to stop sending inline; from
+ * ZCX_IB_UNRECEIVED_MAX (which a sender that heeds it never reaches)
+ * none is copied (xfer.c).
+ */
+#define ZCX_IB_HOLD_MAX(depth)		((depth) - (depth) / 4)
+#define ZCX_IB_UNRECEIVED_MAX(depth)	(2 * (depth))
 /*
  * Bytes of RTS messages an accepted connection keeps copied out of their
  * buffers until their pull is done, at most: some 3,600 requests of a
@@ -73,9 +80,9 @@
  */
 #define ZCX_IB_RTS_COPY_BYTES	(256U << 10)
 /* Inline messages an outgoing connection queues, waiting for credits. */
-#define ZCX_IB_EAGER_QUEUE	(ZCX_IB_RX_DEPTH / 2)
+#define ZCX_IB_EAGER_QUEUE(depth)	((depth) / 2)
 /* Credits go back once the sender may have fewer than this (xfer.c). */
-#define ZCX_IB_CREDIT_LOW	(ZCX_IB_RX_DEPTH / 2)
+#define ZCX_IB_CREDIT_LOW(depth)	((depth) / 2)
 /*
  * FINs an accepted connection has sent that the sender has not yet said
  * it took (ZCX_IB_TAKEN, sent once it took half of them): its reply
@@ -87,7 +94,7 @@
  * coming back: one per FIN the receiver may have out, and one CREDIT per
  * credit that has not come back yet, so it never runs out.
  */
-#define ZCX_IB_REPLY_DEPTH	(ZCX_IB_FIN_MAX + ZCX_IB_RX_DEPTH)
+#define ZCX_IB_REPLY_DEPTH	(ZCX_IB_FIN_MAX + ZCX_IB_RX_MAX)
 #define ZCX_IB_REPLY_SIZE	64
 #define ZCX_IB_SQ_DEPTH		1024	/* work requests on a send queue, at most */
 #define ZCX_IB_MR_PAGES		512	/* pages one fast registration maps, at most */
@@ -110,7 +117,7 @@
  */
 #define ZCX_IB_RETRY_COUNT	6
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		8
+#define ZCX_IB_VERSION		9
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -119,6 +126,17 @@ struct zcx_ib_hello {
 	__le16 reserved;
 	__le64 ep_id;
 	__le64 key;
+};
+
+/*
+ * What accepting a connection answers (at most 196 bytes on InfiniBand
+ * and RoCE): @credits, the receive buffers posted for the active side's
+ * messages, from ZCX_IB_RX_MIN to ZCX_IB_RX_MAX.
+ */
+struct zcx_ib_welcome {
+	__le32 magic;
+	__le16 version;
+	__le16 credits;
 };
 
 /*
@@ -383,6 +401,8 @@ struct zcx_ib_tx {
  * @quiet_cqe:	the completion of unsignalled work requests, which only
  *		completes when flushed or failed.
  * @rx_size:	bytes of each receive buffer.
+ * @rx_depth:	passive: its receive buffers for messages; active: the
+ *		peer's, as its welcome told (set before the connection is up).
  * @credits:	active: messages we may send, the peer having buffers posted
  *		for them (under @lock).
  * @lent:	passive: buffers the sender filled and has not had back
@@ -453,6 +473,7 @@ struct zcx_ib_conn {
 	bool read_mr;
 	struct ib_cqe quiet_cqe;
 	u32 rx_size;
+	u32 rx_depth;
 	u32 credits;
 	u32 lent;
 	u32 unreceived;
@@ -481,6 +502,7 @@ struct zcx_ib_conn {
 extern unsigned int zcx_ib_keepalive_ms;
 extern bool zcx_ib_reg_cache;
 extern unsigned int zcx_ib_max_accepted;
+extern unsigned int zcx_ib_rx_buffers;
 
 /* conn.c */
 extern const struct zcx_backend_ops zcx_ib_ops;
