@@ -858,8 +858,10 @@ TEST_F_TIMEOUT(net, slow_receiver_loses_nothing, 300)
 
 /*
  * The same with the fewest receive buffers a node may give a connection
- * (rx_buffers=8): fewer inline messages at once, none lost.
- * (zcx_net_reusable() reloads zcx_ib if this test left it lowered.)
+ * (rx_buffers=8): fewer inline messages at once, none lost.  A load test
+ * of the protocol at that depth: zcx_wire_test checks that the node
+ * gives that many.  (zcx_net_reusable() reloads zcx_ib if this test left
+ * it lowered.)
  */
 TEST_F_TIMEOUT(net, slow_receiver_with_the_fewest_buffers_loses_nothing, 300)
 {

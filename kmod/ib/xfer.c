@@ -52,6 +52,13 @@ static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_rts) +
 static_assert(ZCX_IB_INLINE <= PAGE_SIZE);
 /* The registrations of one message map the longest PUT or GET. */
 static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_MAX);
+/*
+ * At the fewest buffers too, inline messages not received yet leave two:
+ * one for the next message (copied out then) and the TAKEN's ...
+ */
+static_assert(ZCX_IB_HOLD_MAX(ZCX_IB_RX_MIN) <= ZCX_IB_RX_MIN - 2);
+/* ... and the sender may queue one for credits, which come in batches. */
+static_assert(ZCX_IB_EAGER_QUEUE(ZCX_IB_RX_MIN) >= 1 && ZCX_IB_CREDIT_LOW(ZCX_IB_RX_MIN) >= 1);
 
 /* --- receive buffers ------------------------------------------------------ */
 
