@@ -161,18 +161,13 @@ struct page **zcx_op_pages(const struct zcx_op *op, u32 *offset)
 EXPORT_SYMBOL_GPL(zcx_op_pages);
 
 /*
- * Watch the region of @op's pages (struct zcx_region_watch): 0, or
- * -ESTALE if it is no longer valid (or @op has no pages), as then it would
- * get no dead() call.
+ * Watch region @r for a backend (struct zcx_region_watch): 0, or -ESTALE
+ * if it is no longer valid, as then it would get no dead() call.
  */
-int zcx_op_watch(const struct zcx_op *op, struct zcx_region_watch *w)
+int zcx_region_watch(struct zcx_region *r, struct zcx_region_watch *w)
 {
-	struct zcx_region *r = op->region;
-	struct zcx_ctx *ctx;
+	struct zcx_ctx *ctx = r->ctx;
 
-	if (!r)
-		return -ESTALE;
-	ctx = r->ctx;
 	spin_lock(&ctx->lock);
 	if (r->state != ZCX_REGION_LIVE) {
 		spin_unlock(&ctx->lock);
@@ -185,6 +180,12 @@ int zcx_op_watch(const struct zcx_op *op, struct zcx_region_watch *w)
 	zcx_counter_add(ctx, dev_regs_total, 1);
 	spin_unlock(&ctx->lock);
 	return 0;
+}
+
+/* Watch the region of @op's pages: zcx_region_watch(), -ESTALE if none. */
+int zcx_op_watch(const struct zcx_op *op, struct zcx_region_watch *w)
+{
+	return op->region ? zcx_region_watch(op->region, w) : -ESTALE;
 }
 EXPORT_SYMBOL_GPL(zcx_op_watch);
 

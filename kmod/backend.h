@@ -27,8 +27,9 @@
  * bytes and completes the receive with zcx_op_pulled().
  *
  * Registrations kept: a backend may keep the device's registration of an
- * operation's pages for later operations on the same pages, with a watch
- * (zcx_op_watch()) on the region holding them.  The watch holds the pages
+ * operation's pages, or of an exposed range's (zcx_rma_target_watch()),
+ * for later operations on the same pages, with a watch (zcx_op_watch())
+ * on the region holding them.  The watch holds the pages
  * pinned, as a busy reference does; once the region is invalidated or
  * evicted, zcx.ko calls its dead(), and the backend lets go
  * (zcx_region_unwatch()) as soon as its device cannot reach the pages any
@@ -186,6 +187,7 @@ struct zcx_rma_target;
 struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, u64 len,
 					 bool put);
 struct page **zcx_rma_target_pages(const struct zcx_rma_target *t, u32 *offset);
+int zcx_rma_target_watch(const struct zcx_rma_target *t, struct zcx_region_watch *w);
 void zcx_rma_target_done(struct zcx_rma_target *t);
 
 #endif /* ZCX_BACKEND_H */

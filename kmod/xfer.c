@@ -921,6 +921,18 @@ struct page **zcx_rma_target_pages(const struct zcx_rma_target *t, u32 *offset)
 }
 EXPORT_SYMBOL_GPL(zcx_rma_target_pages);
 
+/*
+ * Watch the exposed region holding @t's pages, as zcx_op_watch() does an
+ * operation's: -ESTALE if @t's range was remapped since it was exposed
+ * (its pages are pinned for this transfer only) or the region is no
+ * longer valid.
+ */
+int zcx_rma_target_watch(const struct zcx_rma_target *t, struct zcx_region_watch *w)
+{
+	return t->span.region ? zcx_region_watch(t->span.region, w) : -ESTALE;
+}
+EXPORT_SYMBOL_GPL(zcx_rma_target_watch);
+
 /* The transfer is over (the device is done with the pages): let go of @t. */
 void zcx_rma_target_done(struct zcx_rma_target *t)
 {

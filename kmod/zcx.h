@@ -501,6 +501,7 @@ const struct zcx_backend_ops *zcx_backend_get(void);
 void zcx_backend_put(const struct zcx_backend_ops *ops);
 void zcx_backend_release_rx(void *rx);
 void zcx_backend_pull(void *rx, struct zcx_op *recv, u64 len);
+int zcx_region_watch(struct zcx_region *r, struct zcx_region_watch *w);
 struct zcx_ctx *zcx_ctx_create(void);
 void zcx_ctx_destroy(struct zcx_ctx *ctx);
 void zcx_ctx_global_exit(void);

@@ -598,12 +598,18 @@ static int kept_recv(struct xside *s, void *arg)
 	return kept_released(s, &before) ? 0 : 1;
 }
 
-TEST_F_TIMEOUT(net, registrations_kept_until_their_region_goes, 300)
+/* Registrations kept, a receive's too but on an iWARP device. */
+static struct kept_case kept_case_cached(void)
 {
-	struct kept_case kc = {
+	return (struct kept_case) {
 		.cached = true,
 		.recv_cached = strcmp(zcx_net_rdma_type(), "siw") != 0,
 	};
+}
+
+TEST_F_TIMEOUT(net, registrations_kept_until_their_region_goes, 300)
+{
+	struct kept_case kc = kept_case_cached();
 
 	ASSERT_EQ(1, backend_reg_cache());
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, kept_send, kept_recv, &kc));
@@ -616,6 +622,92 @@ TEST_F_TIMEOUT(net, reg_cache_0_keeps_no_registration, 300)
 	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("reg_cache"), "0"));
 	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, kept_send, kept_recv, &kc));
 	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("reg_cache"), "1"));
+}
+
+/*
+ * The pages of an exposed range that puts and gets from another node
+ * reach are registered on the target's node once each way (a put's READs
+ * fill them, a get's WRITEs read them), and the registrations kept for
+ * the later ones: the target's context counts them (on an iWARP device a
+ * put's pages are registered for the peer to write, so only the get's
+ * are kept).  Unmapping the range lets go of them and of its pages, and
+ * memory mapped at the same address in its place (pinned for each
+ * transfer then, not kept) gives a get its own bytes and takes a put.
+ */
+#define RMA_KEPT_LEN	((size_t)1 << 20)
+#define RMA_KEPT_BYTES	(RMA_KEPT_LEN - 5)	/* from byte 3: whole pages are kept */
+#define RMA_KEPT_ROUNDS	5
+#define RMA_KEPT_DONE	0x524b4430ULL	/* "RKD0" */
+#define RMA_KEPT_MAPPED	0x524b4431ULL	/* "RKD1" */
+
+struct rma_kept_range {
+	uint64_t addr, rkey;
+};
+
+static int rma_kept_initiator(struct xside *s, void *arg)
+{
+	unsigned char *buf = zcx_test_anon(RMA_KEPT_LEN);
+	struct rma_kept_range r;
+	int i;
+
+	(void)arg;
+	CK(buf);
+	CK_EQ(0, xread(s->rd, &r, sizeof(r)));
+	for (i = 0; i < RMA_KEPT_ROUNDS; i++) {
+		xpat_fill(buf, RMA_KEPT_BYTES, 800 + i);
+		CK_EQ(0, zcx_put(s->ep, s->peer, buf, RMA_KEPT_BYTES, r.addr + 3, r.rkey));
+		memset(buf, 0, RMA_KEPT_LEN);
+		CK_EQ(0, zcx_get(s->ep, s->peer, buf, RMA_KEPT_BYTES, r.addr + 3, r.rkey));
+		CK_PAT(buf, RMA_KEPT_BYTES, 800 + i);
+	}
+	CK_EQ(0, xsend_u64(s, RMA_KEPT_DONE));
+	CK_EQ(0, xexpect_u64(s, RMA_KEPT_MAPPED));
+	memset(buf, 0, RMA_KEPT_LEN);
+	CK_EQ(0, zcx_get(s->ep, s->peer, buf, RMA_KEPT_BYTES, r.addr + 3, r.rkey));
+	CK_PAT(buf, RMA_KEPT_BYTES, 900);
+	xpat_fill(buf, RMA_KEPT_BYTES, 901);
+	CK_EQ(0, zcx_put(s->ep, s->peer, buf, RMA_KEPT_BYTES, r.addr + 3, r.rkey));
+	CK_EQ(0, xsend_u64(s, RMA_KEPT_DONE));
+	munmap(buf, RMA_KEPT_LEN);
+	return 0;
+}
+
+static int rma_kept_target(struct xside *s, void *arg)
+{
+	const struct kept_case *kc = arg;
+	unsigned char *map = zcx_test_anon(RMA_KEPT_LEN);
+	struct zcx_counters before;
+	struct rma_kept_range r;
+	uint64_t made = kc->recv_cached ? 2 : 1;
+
+	CK(map);
+	CK_EQ(0, kept_stats(s, &before));
+	r.addr = (uintptr_t)map;
+	CK_EQ(0, zcx_expose(s->zcx, map, RMA_KEPT_LEN, ZCX_REMOTE_ALL, &r.rkey));
+	CK_EQ(0, xwrite(s->wr, &r, sizeof(r)));
+	CK_EQ(0, xexpect_u64(s, RMA_KEPT_DONE));
+	CK_PAT(map + 3, RMA_KEPT_BYTES, 800 + RMA_KEPT_ROUNDS - 1);
+	CK(kept_made(s, kc->cached, &before, made, "serving puts and gets"));
+	munmap(map, RMA_KEPT_LEN);
+	CK(kept_released(s, &before));
+	CK(mmap(map, RMA_KEPT_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		-1, 0) == map);
+	xpat_fill(map + 3, RMA_KEPT_BYTES, 900);
+	CK_EQ(0, xsend_u64(s, RMA_KEPT_MAPPED));
+	CK_EQ(0, xexpect_u64(s, RMA_KEPT_DONE));
+	CK_PAT(map + 3, RMA_KEPT_BYTES, 901);
+	CK(kept_made(s, kc->cached, &before, made, "serving the range mapped again"));
+	CK_EQ(0, zcx_unexpose(s->zcx, r.rkey));
+	munmap(map, RMA_KEPT_LEN);
+	return 0;
+}
+
+TEST_F_TIMEOUT(net, exposed_range_registrations_kept_until_it_goes, 300)
+{
+	struct kept_case kc = kept_case_cached();
+
+	ASSERT_EQ(1, backend_reg_cache());
+	EXPECT_EQ(0, xrun_pair(ZCX_EP_NET, 0, rma_kept_initiator, rma_kept_target, &kc));
 }
 
 /*

@@ -21,9 +21,11 @@
  * them all once the queue pair is destroyed.
  *
  * What is kept: the sender's pages that the peer READs (an RTS or PUT),
- * and a receive's pages that our READs fill, unless the device needs them
- * writable by the peer (iWARP).  Never pages the peer may write (a GET's),
- * nor an exposed range that a PUT or GET reaches (zcx_ib_serve()): those
+ * a receive's pages that our READs fill, and the pages of an exposed
+ * range that a PUT or GET reaches (zcx_ib_serve(): our READs fill them,
+ * our WRITEs read them), unless the device needs them writable by the
+ * peer (iWARP).  Never pages the peer may write (a GET's), nor an exposed
+ * range remapped since it was exposed (pinned for one transfer): those
  * are registered for one message.  The peer that was sent a message from
  * kept pages can read them (only through its connection, whose PD is its
  * own) until they go; the module parameter reg_cache=0 keeps none.
@@ -52,16 +54,17 @@ static bool zcx_ib_kept_covers(const struct zcx_ib_kept *k, struct page **pages,
 
 /*
  * The kept registration of @len bytes of receive or send @op's pinned
- * pages (@pages, the first from @offset) for @access, found or made with
- * the registration work requests still to post (then not @k->cached):
- * *@start tells where the bytes begin in it.  NULL if none is kept for
- * them (see the top, and a device whose mappings need synchronising) or
- * none can be made: the caller registers them for the message itself.
- * The caller uses it until zcx_ib_kept_put().
+ * pages, or else exposed range @target's (@pages, the first from
+ * @offset), for @access, found or made with the registration work
+ * requests still to post (then not @k->cached): *@start tells where the
+ * bytes begin in it.  NULL if none is kept for them (see the top, and a
+ * device whose mappings need synchronising) or none can be made: the
+ * caller registers them for the message itself.  The caller uses it
+ * until zcx_ib_kept_put().
  */
 struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
-				    struct page **pages, u32 offset, u64 len, int access,
-				    u32 direct, u64 *start)
+				    const struct zcx_rma_target *target, struct page **pages,
+				    u32 offset, u64 len, int access, u32 direct, u64 *start)
 {
 	unsigned long npages = DIV_ROUND_UP(offset + len, PAGE_SIZE);
 	struct zcx_ib_tx *unreg;
@@ -93,7 +96,7 @@ struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
 	INIT_LIST_HEAD(&k->link);
 	k->watch.dead = zcx_ib_kept_dead;
 	/* A region that died already is registered for this message only. */
-	if (zcx_op_watch(op, &k->watch)) {
+	if (op ? zcx_op_watch(op, &k->watch) : zcx_rma_target_watch(target, &k->watch)) {
 		kfree(k);
 		return NULL;
 	}

@@ -990,9 +990,10 @@ void zcx_ib_unreg_post(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx)
 
 /*
  * Map @len bytes of @pages (from @offset in the first) for @access, for
- * @tx: with the kept registration of @op's pages if there is one, else
- * with tx->reg, for this message (zcx_ib_reg_map()).  Tells in *@nreg the
- * MRs whose registration @tx is to post.  0 or -errno.
+ * @tx: with the kept registration of @op's pages, or else of the exposed
+ * range tx->target's, if there is one; else with tx->reg, for this
+ * message (zcx_ib_reg_map()).  Tells in *@nreg the MRs whose registration
+ * @tx is to post.  0 or -errno.
  */
 static int zcx_ib_job_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, struct zcx_op *op,
 			  struct page **pages, u32 offset, u64 len, int access, u32 direct,
@@ -1001,8 +1002,9 @@ static int zcx_ib_job_map(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, struct
 	struct zcx_ib_kept *k = NULL;
 	int ret;
 
-	if (op)
-		k = zcx_ib_kept_get(conn, op, pages, offset, len, access, direct, &tx->kept_start);
+	if (op || tx->target)
+		k = zcx_ib_kept_get(conn, op, tx->target, pages, offset, len, access, direct,
+				    &tx->kept_start);
 	if (k) {
 		tx->kept = k;
 		/* Not cached yet: made for this job, which registers it. */

@@ -318,7 +318,7 @@ struct zcx_ib_kept {
  *		in and @reg invalid.
  * @reg:	RTS, PULL, SERVE: the registrations of the pages, for this
  *		message only; UNREG: the kept registration.
- * @kept:	RTS, PULL: the kept registration used instead of @reg, the
+ * @kept:	RTS, PULL, SERVE: the kept registration used instead of @reg, the
  *		message's bytes from @kept_start in it; UNREG: the one it
  *		lets go of.
  * @cookie:	RTS: the FIN's.
@@ -539,8 +539,8 @@ bool zcx_ib_build_begin(struct zcx_ib_conn *conn);
 
 /* kept.c */
 struct zcx_ib_kept *zcx_ib_kept_get(struct zcx_ib_conn *conn, struct zcx_op *op,
-				    struct page **pages, u32 offset, u64 len, int access,
-				    u32 direct, u64 *start);
+				    const struct zcx_rma_target *target, struct page **pages,
+				    u32 offset, u64 len, int access, u32 direct, u64 *start);
 void zcx_ib_kept_posted_locked(struct zcx_ib_conn *conn, struct zcx_ib_kept *k);
 void zcx_ib_kept_put(struct zcx_ib_conn *conn, struct zcx_ib_kept *k);
 void zcx_ib_kept_free(struct zcx_ib_kept *k);
