@@ -687,6 +687,8 @@ static int rma_kept_target(struct xside *s, void *arg)
 	CK_EQ(0, xwrite(s->wr, &r, sizeof(r)));
 	CK_EQ(0, xexpect_u64(s, RMA_KEPT_DONE));
 	CK_PAT(map + 3, RMA_KEPT_BYTES, 800 + RMA_KEPT_ROUNDS - 1);
+	/* Whole pages kept, only the bytes put written. */
+	CK(!map[0] && !map[2] && !map[RMA_KEPT_LEN - 2] && !map[RMA_KEPT_LEN - 1]);
 	CK(kept_made(s, kc->cached, &before, made, "serving puts and gets"));
 	munmap(map, RMA_KEPT_LEN);
 	CK(kept_released(s, &before));

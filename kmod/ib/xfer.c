@@ -33,8 +33,8 @@
  * Everything a connection posts is a job (struct zcx_ib_tx): a chain of
  * work requests, the last signalled, reserving its entries of the send
  * queue.  Jobs post in order; one that does not fit waits.  A job that
- * holds registrations (RTS, PULL) is on conn->held from posting to its
- * end, so that a teardown (zcx_ib_jobs_fail(), after draining the queue
+ * may hold registrations (every one but an EAGER) is on conn->held from
+ * posting to its end, so that a teardown (zcx_ib_jobs_fail(), after draining the queue
  * pair) ends those the device never completed.
  */
 #include <linux/dma-mapping.h>
@@ -1662,9 +1662,9 @@ static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg
  * after the READs), leaving room for the FIN last; or WRITE from them,
  * leaving room for the FIN, and invalidate (fenced: a local invalidation
  * waits for the work requests before it, WRITEs included, on Soft-RoCE
- * and on NICs with strong ordering for it).  A pull's pages may have a
- * registration kept (kept.c), which is neither made nor invalidated
- * here.  Sets tx->wrs and where the FIN and its scatter entry go; 0 or
+ * and on NICs with strong ordering for it).  A pull's pages, or a
+ * served PUT's or GET's, may have a registration kept (kept.c), which
+ * is neither made nor invalidated here.  Sets tx->wrs and where the FIN and its scatter entry go; 0 or
  * -errno.
  */
 static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,

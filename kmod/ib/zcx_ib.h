@@ -26,7 +26,9 @@
  * and, for a range remapped since it was exposed, the owner's mmap_lock,
  * pinning, which may fault pages in and so take long, and beyond the
  * owner's RLIMIT_MEMLOCK what evicting its unused regions takes), then
- * conn->building (read).  The keepalive work takes conn->lock only.
+ * conn->building (read), and then, for a kept registration it makes, the
+ * context's lock again (zcx_rma_target_watch()), as a pull does
+ * (zcx_op_watch()).  The keepalive work takes conn->lock only.
  * The work letting go of kept registrations (kept.c) takes
  * conn->building (read), then conn->lock; zcx.ko calls a kept
  * registration's watch under its innermost lock, and the watch only
