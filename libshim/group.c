@@ -17,8 +17,11 @@
  * completed, so that the partner's death finds it there.  A member whose
  * barrier failed destroys its inboxes, which fails its own partners'
  * waits in turn, so that a member's death reaches every member still
- * waiting instead of leaving some of them waiting for each other.  The tag of each message is the barrier's number, which catches
- * a peer that is not running the same barrier.
+ * waiting instead of leaving some of them waiting for each other.  A
+ * member that heard from every other is through even if a send of its
+ * failed (its partner may have got through and left), and breaks the
+ * group then.  The tag of each message is the barrier's number, which
+ * catches a peer that is not running the same barrier.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -152,8 +155,8 @@ ZCX_EXPORT int zcx_group_barrier(struct zcx_group *g)
 {
 	uint64_t epoch = g->epoch;
 	struct zcx_group_inbox *in;
+	int ret, err;
 	uint32_t k;
-	int ret;
 
 	if (g->broken)
 		return g->broken;
@@ -170,12 +173,21 @@ ZCX_EXPORT int zcx_group_barrier(struct zcx_group *g)
 		if (ret)
 			return zcx_group_break(g, ret);
 	}
-	/* The sends completed long ago, or their partners are gone. */
+	/*
+	 * We heard from every member: this barrier is done whatever became
+	 * of our sends.  One that failed says only that its partner went,
+	 * perhaps once through: across nodes, the acknowledgement of our
+	 * message can come after the partner it reached left.  The next
+	 * barrier cannot be, so the group breaks now, with every send ended.
+	 */
+	err = 0;
 	for (k = 0; k < g->rounds; k++) {
 		ret = zcx_wait(g->inbox[k].ep, &g->inbox[k].send);
-		if (ret)
-			return zcx_group_break(g, ret);
+		if (ret && !err)
+			err = ret;
 	}
+	if (err)
+		zcx_group_break(g, err);
 	g->epoch++;
 	return 0;
 }

@@ -1405,8 +1405,9 @@ TEST_F(sec, rings_and_barrier_page_hold_nothing_else)
 		o = &r->c.offsets;
 		tail = *r->cq_tail;
 		ASSERT_GT(r->c.cq_entries, tail) TH_LOG("the CQ wrapped: the test needs a larger one");
-		for (off = 0; off < tail; off++)
+		for (off = 0; off < tail; off++) {
 			EXPECT_EQ(0, r->cqes[off].flags) TH_LOG("ep %d completion %zu", n, off);
+		}
 		/* Header, and the gap up to the SQ entries: documented fields only. */
 		for (off = 0; off < o->sqes; off++)
 			if (!hdr_field(o, off) && r->map[off])
