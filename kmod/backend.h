@@ -27,10 +27,10 @@
  * bytes and completes the receive with zcx_op_pulled().
  *
  * Registrations kept: a backend may keep the device's registration of an
- * operation's pages, or of an exposed range's (zcx_rma_target_watch()),
- * for later operations on the same pages, with a watch (zcx_op_watch())
- * on the region holding them.  The watch holds the pages
- * pinned, as a busy reference does; once the region is invalidated or
+ * operation's pages, or of an exposed range's, for later operations on
+ * the same pages, with a watch (zcx_op_watch(), zcx_rma_target_watch())
+ * on the region holding them.  The watch holds the pages pinned, as a
+ * busy reference does; once the region is invalidated or
  * evicted, zcx.ko calls its dead(), and the backend lets go
  * (zcx_region_unwatch()) as soon as its device cannot reach the pages any
  * more.  A context's teardown waits for that.

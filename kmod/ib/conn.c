@@ -489,35 +489,30 @@ reject:
 }
 
 /*
- * The active side's connection is accepted: take the credits the peer's
- * welcome gives (before any message can go: connecting has not returned).
- * -ECONNREFUSED if it gives none we can take: a peer speaking another
- * version, as one that refuses it.
+ * The credits the peer's welcome gives, accepting the active side's
+ * connection, in *@credits; -ECONNREFUSED if it gives none we can take: a
+ * peer speaking another version, as one that refuses it.
  */
-static int zcx_ib_welcomed(struct zcx_ib_conn *conn, const struct rdma_cm_event *ev)
+static int zcx_ib_welcome_credits(const struct rdma_cm_event *ev, u32 *credits)
 {
 	struct zcx_ib_welcome welcome;
-	u16 credits;
 
 	if (ev->param.conn.private_data_len < sizeof(welcome))
 		return -ECONNREFUSED;
 	/* Copied: the data follows rdma_cm's header, unaligned. */
 	memcpy(&welcome, ev->param.conn.private_data, sizeof(welcome));
-	credits = le16_to_cpu(welcome.credits);
+	*credits = le16_to_cpu(welcome.credits);
 	if (le32_to_cpu(welcome.magic) != ZCX_IB_MAGIC ||
 	    le16_to_cpu(welcome.version) != ZCX_IB_VERSION ||
-	    credits < ZCX_IB_RX_MIN || credits > ZCX_IB_RX_MAX)
+	    *credits < ZCX_IB_RX_MIN || *credits > ZCX_IB_RX_MAX)
 		return -ECONNREFUSED;
-	spin_lock(&conn->lock);
-	conn->rx_depth = credits;
-	conn->credits = credits;
-	spin_unlock(&conn->lock);
 	return 0;
 }
 
 static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 {
 	struct zcx_ib_conn *conn = id->context;
+	u32 credits = 0;
 	int ret;
 
 	switch (ev->event) {
@@ -538,10 +533,15 @@ static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 		break;
 	case RDMA_CM_EVENT_ESTABLISHED:
 		/* Only the active side's comes with the peer's welcome. */
-		ret = conn->passive ? 0 : zcx_ib_welcomed(conn, ev);
+		ret = conn->passive ? 0 : zcx_ib_welcome_credits(ev, &credits);
 		spin_lock(&conn->lock);
 		if (conn->failed_connecting)
 			ret = -ECONNRESET;
+		/* Before any message can go: connecting has not returned. */
+		if (!ret && !conn->passive) {
+			conn->rx_depth = credits;
+			conn->credits = credits;
+		}
 		if (conn->state == ZCX_IB_CONNECTING && !ret)
 			conn->state = ZCX_IB_LIVE;
 		zcx_ib_keepalive_arm(conn);

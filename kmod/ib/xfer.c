@@ -34,8 +34,8 @@
  * work requests, the last signalled, reserving its entries of the send
  * queue.  Jobs post in order; one that does not fit waits.  A job that
  * may hold registrations (every one but an EAGER) is on conn->held from
- * posting to its end, so that a teardown (zcx_ib_jobs_fail(), after draining the queue
- * pair) ends those the device never completed.
+ * posting to its end, so that a teardown (zcx_ib_jobs_fail(), after
+ * draining the queue pair) ends those the device never completed.
  */
 #include <linux/dma-mapping.h>
 #include <linux/highmem.h>
@@ -1664,8 +1664,8 @@ static u32 zcx_ib_wr_rdma(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg
  * waits for the work requests before it, WRITEs included, on Soft-RoCE
  * and on NICs with strong ordering for it).  A pull's pages, or a
  * served PUT's or GET's, may have a registration kept (kept.c), which
- * is neither made nor invalidated here.  Sets tx->wrs and where the FIN and its scatter entry go; 0 or
- * -errno.
+ * is neither made nor invalidated here.  Sets tx->wrs and where the FIN
+ * and its scatter entry go; 0 or -errno.
  */
 static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 			     const struct zcx_ib_rts *rts, struct page **pages, u32 offset,
