@@ -189,6 +189,13 @@ int zcx_op_watch(const struct zcx_op *op, struct zcx_region_watch *w)
 }
 EXPORT_SYMBOL_GPL(zcx_op_watch);
 
+/* The backend asks its device for @n registrations for @op (backend.h). */
+void zcx_op_regs_posted(const struct zcx_op *op, u32 n)
+{
+	zcx_ctx_regs_posted(op->ep->ctx, n);
+}
+EXPORT_SYMBOL_GPL(zcx_op_regs_posted);
+
 /* The device no longer reaches the pages @w watched: let go of them. */
 void zcx_region_unwatch(struct zcx_region_watch *w)
 {

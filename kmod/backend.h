@@ -33,7 +33,9 @@
  * busy reference does; once the region is invalidated or
  * evicted, zcx.ko calls its dead(), and the backend lets go
  * (zcx_region_unwatch()) as soon as its device cannot reach the pages any
- * more.  A context's teardown waits for that.
+ * more.  A context's teardown waits for that.  Every registration a
+ * backend asks of its device for a transfer, kept or not, it counts in
+ * the owner's counters (zcx_op_regs_posted(), zcx_rma_target_regs_posted()).
  *
  * One-sided: a PUT or GET to another node reaches ops->rma() with its
  * buffer pinned.  The backend on the target's node asks zcx.ko for the
@@ -155,6 +157,7 @@ struct zcx_region_watch {
 
 int zcx_op_watch(const struct zcx_op *op, struct zcx_region_watch *w);
 void zcx_region_unwatch(struct zcx_region_watch *w);
+void zcx_op_regs_posted(const struct zcx_op *op, u32 n);
 void zcx_op_complete(struct zcx_op *op, int res, u64 len, u64 tag);
 void zcx_op_pulled(struct zcx_op *recv, int res, u64 len, u64 tag);
 
@@ -188,6 +191,7 @@ struct zcx_rma_target *zcx_ep_rma_target(struct zcx_ep *ep, u64 rkey, u64 addr, 
 					 bool put);
 struct page **zcx_rma_target_pages(const struct zcx_rma_target *t, u32 *offset);
 int zcx_rma_target_watch(const struct zcx_rma_target *t, struct zcx_region_watch *w);
+void zcx_rma_target_regs_posted(const struct zcx_rma_target *t, u32 n);
 void zcx_rma_target_done(struct zcx_rma_target *t);
 
 #endif /* ZCX_BACKEND_H */

@@ -933,6 +933,13 @@ int zcx_rma_target_watch(const struct zcx_rma_target *t, struct zcx_region_watch
 }
 EXPORT_SYMBOL_GPL(zcx_rma_target_watch);
 
+/* The backend asks its device for @n registrations of @t's pages. */
+void zcx_rma_target_regs_posted(const struct zcx_rma_target *t, u32 n)
+{
+	zcx_ctx_regs_posted(t->ctx, n);
+}
+EXPORT_SYMBOL_GPL(zcx_rma_target_regs_posted);
+
 /* The transfer is over (the device is done with the pages): let go of @t. */
 void zcx_rma_target_done(struct zcx_rma_target *t)
 {

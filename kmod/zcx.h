@@ -570,6 +570,14 @@ static inline void zcx_ctx_busy_put(struct zcx_ctx *ctx)
 #define zcx_counter_add(ctx, name, delta) \
 	WRITE_ONCE((ctx)->status->counters.name, (ctx)->status->counters.name + (delta))
 
+/* A backend asked its device for @n registrations for @ctx's transfers. */
+static inline void zcx_ctx_regs_posted(struct zcx_ctx *ctx, u32 n)
+{
+	spin_lock(&ctx->lock);
+	zcx_counter_add(ctx, dev_regs_posted, n);
+	spin_unlock(&ctx->lock);
+}
+
 /* stats.c: module-wide counters, for leak checks (sysfs). */
 extern atomic64_t zcx_stat_contexts;
 extern atomic64_t zcx_stat_regions;

@@ -272,6 +272,7 @@ ZCX_EXPORT int zcx_mr_stats(struct zcx *zcx, struct zcx_mr_stats *stats)
 	stats->kernel.events = __atomic_load_n(&k->events, __ATOMIC_RELAXED);
 	stats->kernel.dev_regs = __atomic_load_n(&k->dev_regs, __ATOMIC_RELAXED);
 	stats->kernel.dev_regs_total = __atomic_load_n(&k->dev_regs_total, __ATOMIC_RELAXED);
+	stats->kernel.dev_regs_posted = __atomic_load_n(&k->dev_regs_posted, __ATOMIC_RELAXED);
 	return 0;
 }
 

@@ -467,11 +467,13 @@ TEST_F_TIMEOUT(net, page_sized_messages_go_inline, 300)
 /*
  * Registrations kept (zcx_ib's reg_cache): KEPT_ROUNDS rendezvous
  * messages from one buffer into one buffer make one registration on each
- * side, and each message still carries the bytes the buffer holds when it
+ * side, and after the first message neither side asks its device for a
+ * registration again; each message still carries the bytes the buffer holds when it
  * is sent.  Unmapping the send buffer lets go of its registration and of
  * its pages, and memory mapped at the same address in its place is
  * registered anew and its own bytes arrive.  With reg_cache=0 nothing is
- * kept and the same messages arrive as well.  On an iWARP device (siw) a
+ * kept, the sender registers its pages for every message, and the same
+ * messages arrive as well.  On an iWARP device (siw) a
  * receive's pages are registered for the peer to write, so only the
  * sender's are kept.
  */
@@ -516,6 +518,27 @@ static bool kept_made(struct xside *s, bool cached, const struct zcx_counters *b
 }
 
 /*
+ * Whether the context asked its device for @want registrations since
+ * @before (@at_least: or more).
+ */
+static bool regs_posted(struct xside *s, const struct zcx_counters *before, uint64_t want,
+			bool at_least, const char *what)
+{
+	struct zcx_counters now;
+	uint64_t posted;
+
+	if (kept_stats(s, &now))
+		return false;
+	posted = now.dev_regs_posted - before->dev_regs_posted;
+	if (posted == want || (at_least && posted > want))
+		return true;
+	fprintf(stderr, "# pid %d, %s: %llu registrations asked of the device, want %s%llu\n",
+		getpid(), what, (unsigned long long)posted, at_least ? "at least " : "",
+		(unsigned long long)want);
+	return false;
+}
+
+/*
  * Whether the context gets back to @before's kept registrations and
  * pinned pages, within 30 s: they go once the device is done with them.
  */
@@ -540,7 +563,7 @@ static bool kept_released(struct xside *s, const struct zcx_counters *before)
 static int kept_send(struct xside *s, void *arg)
 {
 	const struct kept_case *kc = arg;
-	struct zcx_counters before;
+	struct zcx_counters before, first;
 	unsigned char *buf, *again;
 	int i, ret;
 
@@ -549,7 +572,9 @@ static int kept_send(struct xside *s, void *arg)
 		return 1;
 	for (i = 0; i <= KEPT_ROUNDS; i++) {
 		if (i == KEPT_ROUNDS) {
-			if (!kept_made(s, kc->cached, &before, 1, "sending from one buffer"))
+			if (!kept_made(s, kc->cached, &before, 1, "sending from one buffer") ||
+			    !regs_posted(s, &first, kc->cached ? 0 : KEPT_ROUNDS - 1, !kc->cached,
+					 "sending from one buffer again"))
 				return 1;
 			munmap(buf, KEPT_LEN);
 			if (!kept_released(s, &before))
@@ -566,6 +591,10 @@ static int kept_send(struct xside *s, void *arg)
 			fprintf(stderr, "# send %d: %s\n", i, zcx_strerror(ret));
 			return 1;
 		}
+		/* The peer reads the pages: they are registered, for this message or kept. */
+		if (i == 0 && (!regs_posted(s, &before, 1, true, "sending") ||
+			       kept_stats(s, &first)))
+			return 1;
 	}
 	ret = !kept_made(s, kc->cached, &before, 2, "sending from the buffer mapped again");
 	munmap(buf, KEPT_LEN);
@@ -575,7 +604,7 @@ static int kept_send(struct xside *s, void *arg)
 static int kept_recv(struct xside *s, void *arg)
 {
 	const struct kept_case *kc = arg;
-	struct zcx_counters before;
+	struct zcx_counters before, first;
 	unsigned char *buf;
 	ssize_t got;
 	int i;
@@ -591,8 +620,12 @@ static int kept_recv(struct xside *s, void *arg)
 				KEPT_LEN - 5);
 			return 1;
 		}
+		if (i == 0 && kept_stats(s, &first))
+			return 1;
 	}
 	if (!kept_made(s, kc->recv_cached, &before, 1, "receiving into one buffer"))
+		return 1;
+	if (kc->recv_cached && !regs_posted(s, &first, 0, false, "receiving into one buffer again"))
 		return 1;
 	munmap(buf, KEPT_LEN);
 	return kept_released(s, &before) ? 0 : 1;
@@ -628,9 +661,10 @@ TEST_F_TIMEOUT(net, reg_cache_0_keeps_no_registration, 300)
  * The pages of an exposed range that puts and gets from another node
  * reach are registered on the target's node once each way (a put's READs
  * fill them, a get's WRITEs read them), and the registrations kept for
- * the later ones: the target's context counts them (on an iWARP device a
- * put's pages are registered for the peer to write, so only the get's
- * are kept).  Unmapping the range lets go of them and of its pages, and
+ * the later ones: the target's context counts them, and asks its device
+ * for no registration after the first put and get (on an iWARP device a
+ * put's pages are registered for the peer to write, for every put, so
+ * only the get's are kept).  Unmapping the range lets go of them and of its pages, and
  * memory mapped at the same address in its place (pinned for each
  * transfer then, not kept) gives a get its own bytes and takes a put.
  */
@@ -639,6 +673,7 @@ TEST_F_TIMEOUT(net, reg_cache_0_keeps_no_registration, 300)
 #define RMA_KEPT_ROUNDS	5
 #define RMA_KEPT_DONE	0x524b4430ULL	/* "RKD0" */
 #define RMA_KEPT_MAPPED	0x524b4431ULL	/* "RKD1" */
+#define RMA_KEPT_FIRST	0x524b4432ULL	/* "RKD2": the first put and get are done */
 
 struct rma_kept_range {
 	uint64_t addr, rkey;
@@ -659,6 +694,8 @@ static int rma_kept_initiator(struct xside *s, void *arg)
 		memset(buf, 0, RMA_KEPT_LEN);
 		CK_EQ(0, zcx_get(s->ep, s->peer, buf, RMA_KEPT_BYTES, r.addr + 3, r.rkey));
 		CK_PAT(buf, RMA_KEPT_BYTES, 800 + i);
+		if (i == 0)
+			CK_EQ(0, xside_meet(s, RMA_KEPT_FIRST));
 	}
 	CK_EQ(0, xsend_u64(s, RMA_KEPT_DONE));
 	CK_EQ(0, xexpect_u64(s, RMA_KEPT_MAPPED));
@@ -676,7 +713,7 @@ static int rma_kept_target(struct xside *s, void *arg)
 {
 	const struct kept_case *kc = arg;
 	unsigned char *map = zcx_test_anon(RMA_KEPT_LEN);
-	struct zcx_counters before;
+	struct zcx_counters before, first;
 	struct rma_kept_range r;
 	uint64_t made = kc->recv_cached ? 2 : 1;
 
@@ -685,8 +722,19 @@ static int rma_kept_target(struct xside *s, void *arg)
 	r.addr = (uintptr_t)map;
 	CK_EQ(0, zcx_expose(s->zcx, map, RMA_KEPT_LEN, ZCX_REMOTE_ALL, &r.rkey));
 	CK_EQ(0, xwrite(s->wr, &r, sizeof(r)));
+	/* Counted before the initiator goes on. */
+	CK_EQ(0, xexpect_u64(s, RMA_KEPT_FIRST));
+	CK_EQ(0, kept_stats(s, &first));
+	CK_EQ(0, xsend_u64(s, RMA_KEPT_FIRST));
 	CK_EQ(0, xexpect_u64(s, RMA_KEPT_DONE));
 	CK_PAT(map + 3, RMA_KEPT_BYTES, 800 + RMA_KEPT_ROUNDS - 1);
+	/*
+	 * None after the first (which made none if a READ or WRITE reached
+	 * the pages with the local key: contiguous memory), but for each
+	 * put on iWARP, where the peer writes.
+	 */
+	CK(regs_posted(s, &first, kc->recv_cached ? 0 : RMA_KEPT_ROUNDS - 1, !kc->recv_cached,
+		       "serving puts and gets again"));
 	/* Whole pages kept, only the bytes put written. */
 	CK(!map[0] && !map[2] && !map[RMA_KEPT_LEN - 2] && !map[RMA_KEPT_LEN - 1]);
 	CK(kept_made(s, kc->cached, &before, made, "serving puts and gets"));

@@ -284,6 +284,12 @@ struct zcx_limits {
  *			sent or received), each holding its region's pages
  *			pinned until the region is invalidated or evicted.
  * @dev_regs_total:	such registrations made so far.
+ * @dev_regs_posted:	memory registrations an RDMA device was asked to
+ *			make for this context's transfers so far (zcx_ib.ko:
+ *			fast-registration work requests, one per MR), for
+ *			one message or to be kept: a transfer whose pages a
+ *			kept registration covers, or that one READ or WRITE
+ *			reaches with the device's local key, asks none.
  * @reserved:		zero.
  */
 struct zcx_counters {
@@ -296,7 +302,8 @@ struct zcx_counters {
 	__u64 events;
 	__u64 dev_regs;
 	__u64 dev_regs_total;
-	__u64 reserved[7];
+	__u64 dev_regs_posted;
+	__u64 reserved[6];
 };
 
 /**

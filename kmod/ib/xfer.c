@@ -865,12 +865,20 @@ void zcx_ib_ctl_free(struct zcx_ib_conn *conn)
 	conn->ctl_tx = NULL;
 }
 
-/* Registration work requests for @reg, from @wr on. */
-static void zcx_ib_wr_reg(struct zcx_ib_conn *conn, const struct zcx_ib_reg *reg,
-			  union ib_wr_any *wr, int access)
+/*
+ * Registration work requests for @reg, @tx's first, counted for the
+ * context whose transfer it is.
+ */
+static void zcx_ib_wr_reg(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
+			  const struct zcx_ib_reg *reg, int access)
 {
+	union ib_wr_any *wr = tx->wr;
 	u32 i;
 
+	if (tx->op)
+		zcx_op_regs_posted(tx->op, reg->nmr);
+	else if (tx->target)
+		zcx_rma_target_regs_posted(tx->target, reg->nmr);
 	for (i = 0; i < reg->nmr; i++) {
 		wr[i].reg.wr.opcode = IB_WR_REG_MR;
 		wr[i].reg.wr.wr_cqe = &conn->quiet_cqe;
@@ -1261,7 +1269,7 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 	if (ret)
 		return ret;
 	if (nreg)
-		zcx_ib_wr_reg(conn, reg, tx->wr, access);
+		zcx_ib_wr_reg(conn, tx, reg, access);
 	tx->cqe.done = zcx_ib_rts_sent;
 	zcx_ib_wr_send(conn, tx, &tx->wr[nreg].send, &tx->sge[0], 1);
 	return 0;
@@ -1693,7 +1701,7 @@ static int zcx_ib_move_chain(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx,
 	if (tx->wrs > conn->sq_depth)
 		return -EMSGSIZE;
 	if (nreg)
-		zcx_ib_wr_reg(conn, reg, tx->wr, access);
+		zcx_ib_wr_reg(conn, tx, reg, access);
 	n = zcx_ib_wr_rdma(conn, reg, tx->kept_start, rts, len,
 			   read ? IB_WR_RDMA_READ : IB_WR_RDMA_WRITE, tx->wr + nreg, tx->sge, fin_sge);
 	tx->wrs = nreg + n + ninv + 1;
