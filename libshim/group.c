@@ -178,7 +178,7 @@ ZCX_EXPORT int zcx_group_barrier(struct zcx_group *g)
 	 * of our sends.  One that failed says only that its partner went,
 	 * perhaps once through: across nodes, the acknowledgement of our
 	 * message can come after the partner it reached left.  The next
-	 * barrier cannot be, so the group breaks now, with every send ended.
+	 * barrier cannot complete, so the group breaks now, every send ended.
 	 */
 	err = 0;
 	for (k = 0; k < g->rounds; k++) {

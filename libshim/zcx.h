@@ -299,11 +299,12 @@ int zcx_barrier(struct zcx_ep *ep, uint32_t bar);
  * @ep_flags are the endpoints' (ZCX_EP_NET for members on other nodes).
  * Once a member of a connected group goes, the barriers of the others fail
  * with -ECONNRESET (or the errno that broke it) instead of hanging, and the
- * group stays broken; but a barrier whose messages all reached this
- * member returns 0 (and the group breaks then), say the last one before a
- * member that got through it exits; a member that goes before it
- * connected leaves the others waiting for it; a broken group's
- * zcx_group_addrs() are all zero.
+ * group stays broken.  But a barrier whose messages all reached this
+ * member returns 0 even if one of its sends failed (say the last one
+ * before a member that got through it exits); the group is broken then,
+ * and its next barrier fails.  A member that goes before it connected
+ * leaves the others waiting for it.  A broken group's zcx_group_addrs()
+ * are all zero.
  * A group is for one thread at a time.  Errors:
  * -EINVAL (no members, more than ZCX_GROUP_MAX_PROCS, rank out of range),
  * -ENOTCONN (not connected yet), -EISCONN, and those of zcx_ep_create(),

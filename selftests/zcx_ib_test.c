@@ -465,17 +465,16 @@ TEST_F_TIMEOUT(net, page_sized_messages_go_inline, 300)
 }
 
 /*
- * Registrations kept (zcx_ib's reg_cache): KEPT_ROUNDS rendezvous
- * messages from one buffer into one buffer make one registration on each
- * side, and after the first message neither side asks its device for a
- * registration again; each message still carries the bytes the buffer holds when it
- * is sent.  Unmapping the send buffer lets go of its registration and of
- * its pages, and memory mapped at the same address in its place is
- * registered anew and its own bytes arrive.  With reg_cache=0 nothing is
- * kept, the sender registers its pages for every message, and the same
- * messages arrive as well.  On an iWARP device (siw) a
- * receive's pages are registered for the peer to write, so only the
- * sender's are kept.
+ * Registrations kept (zcx_ib's reg_cache): KEPT_ROUNDS rendezvous messages
+ * from one buffer into one buffer make one registration on each side, and
+ * after the first message neither side asks its device for a registration
+ * again; each message still carries the bytes the buffer holds when it is
+ * sent.  Unmapping the send buffer lets go of its registration and of its
+ * pages, and memory mapped at the same address in its place is registered
+ * anew and its own bytes arrive.  With reg_cache=0 nothing is kept, the
+ * sender registers its pages for every message, and the same messages
+ * arrive as well.  On an iWARP device (siw) a receive's pages are
+ * registered for the peer to write, so only the sender's are kept.
  */
 #define KEPT_LEN	((size_t)1 << 20)
 #define KEPT_ROUNDS	10
@@ -658,14 +657,14 @@ TEST_F_TIMEOUT(net, reg_cache_0_keeps_no_registration, 300)
 }
 
 /*
- * The pages of an exposed range that puts and gets from another node
- * reach are registered on the target's node once each way (a put's READs
- * fill them, a get's WRITEs read them), and the registrations kept for
- * the later ones: the target's context counts them, and asks its device
- * for no registration after the first put and get (on an iWARP device a
- * put's pages are registered for the peer to write, for every put, so
- * only the get's are kept).  Unmapping the range lets go of them and of its pages, and
- * memory mapped at the same address in its place (pinned for each
+ * The pages of an exposed range that puts and gets from another node reach
+ * are registered on the target's node once each way (a put's READs fill
+ * them, a get's WRITEs read them), and the registrations kept for the
+ * later ones: the target's context counts them, and asks its device for no
+ * registration after the first put and get (on an iWARP device a put's
+ * pages are registered for the peer to write, for every put, so only the
+ * get's are kept).  Unmapping the range lets go of them and of its pages,
+ * and memory mapped at the same address in its place (pinned for each
  * transfer then, not kept) gives a get its own bytes and takes a put.
  */
 #define RMA_KEPT_LEN	((size_t)1 << 20)

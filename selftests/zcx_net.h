@@ -103,16 +103,27 @@ static inline void remove_test_devices(void)
 }
 
 /* zcx_ib's references: connections hold it until their teardown ran. */
-static inline bool backend_idle(void)
+static inline long long backend_refs(void)
+{
+	return zcx_test_read_number("/sys/module/zcx_ib/refcnt");
+}
+
+/* Whether they are back to @n (connections gone) within 30 s. */
+static inline bool backend_refs_back_to(long long n)
 {
 	int i;
 
 	for (i = 0; i < 3000; i++) {
-		if (zcx_test_read_number("/sys/module/zcx_ib/refcnt") == 0)
+		if (backend_refs() == n)
 			return true;
 		usleep(10000);
 	}
 	return false;
+}
+
+static inline bool backend_idle(void)
+{
+	return backend_refs_back_to(0);
 }
 
 /*

@@ -261,9 +261,10 @@ TEST_F(sec, keys_belong_to_one_object)
 	EXPECT_EQ(0, bad) TH_LOG("rkey %+d from a known one was accepted", bad);
 	for (bit = 0; bit < 64; bit++) {
 		guess = kb ^ (1ULL << bit);
-		if (guess != kb2)
+		if (guess != kb2) {
 			EXPECT_EQ(-EACCES, rep_rma(&a, ZCX_OP_PUT, pb, mine, 64,
 						   (uintptr_t)bufb, guess)) TH_LOG("bit %d", bit);
+		}
 	}
 	EXPECT_EQ(-EACCES, rep_rma(&a, ZCX_OP_PUT, pb, mine, 64, (uintptr_t)bufb, ~kb));
 	EXPECT_EQ(-EACCES, rep_rma(&a, ZCX_OP_PUT, pb, mine, 64, (uintptr_t)bufb, 0));

@@ -1005,19 +1005,6 @@ TEST_F_TIMEOUT(wire, an_unreadable_rts_fails_the_receive_it_matched, 300)
 	EXPECT_EQ(0, node_still_receives(&self->node, TAG));
 }
 
-/* Whether zcx_ib's references are back to @n within RAW_WAIT_MS. */
-static bool backend_refs_back_to(long long n)
-{
-	uint64_t end = xnow_ns() + RAW_WAIT_MS * 1000000ULL;
-
-	while (zcx_test_read_number("/sys/module/zcx_ib/refcnt") != n) {
-		if (xnow_ns() > end)
-			return false;
-		usleep(10000);
-	}
-	return true;
-}
-
 /*
  * A connection the node refuses although its key is right (here, the
  * node has as many as max_accepted) carried nothing: a receive waiting
@@ -1039,7 +1026,7 @@ TEST_F_TIMEOUT(wire, a_refused_connection_fails_no_receive, 300)
 	hello = hello_for(&addr);
 	ASSERT_EQ(0, zcx_irecv(lone, in, sizeof(in), TAG, UINT64_MAX, &req));
 	ASSERT_EQ(0, zcx_ep_flush(lone));
-	refs = zcx_test_read_number("/sys/module/zcx_ib/refcnt");
+	refs = backend_refs();
 	snprintf(limit, sizeof(limit), "%lld", zcx_test_read_number(BACKEND_PARAM("max_accepted")));
 	ASSERT_EQ(0, zcx_test_write_file(BACKEND_PARAM("max_accepted"), "0"));
 	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(&self->raw, &addr, &hello, sizeof(hello)));

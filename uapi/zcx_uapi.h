@@ -50,9 +50,10 @@
 #define ZCX_FEATURE_TRANSPORT	(1ULL << 2)	/* endpoints, rings, transfers */
 #define ZCX_FEATURE_SQ_CPU_SHARED (1ULL << 3)	/* sq_flags ZCX_SQ_CPU_SHARED */
 #define ZCX_FEATURE_POLL_SUBMIT	(1ULL << 4)	/* to_submit on ZCX_EP_POLL endpoints */
+#define ZCX_FEATURE_DEV_REGS_POSTED (1ULL << 5)	/* zcx_counters.dev_regs_posted */
 #define ZCX_FEATURES_KNOWN	(ZCX_FEATURE_MR_CACHE | ZCX_FEATURE_MONITOR | \
 				 ZCX_FEATURE_TRANSPORT | ZCX_FEATURE_SQ_CPU_SHARED | \
-				 ZCX_FEATURE_POLL_SUBMIT)
+				 ZCX_FEATURE_POLL_SUBMIT | ZCX_FEATURE_DEV_REGS_POSTED)
 
 /**
  * struct zcx_query - ZCX_IOC_QUERY: ABI version, features and limits.
@@ -284,12 +285,17 @@ struct zcx_limits {
  *			sent or received), each holding its region's pages
  *			pinned until the region is invalidated or evicted.
  * @dev_regs_total:	such registrations made so far.
- * @dev_regs_posted:	memory registrations an RDMA device was asked to
- *			make for this context's transfers so far (zcx_ib.ko:
- *			fast-registration work requests, one per MR), for
- *			one message or to be kept: a transfer whose pages a
- *			kept registration covers, or that one READ or WRITE
- *			reaches with the device's local key, asks none.
+ * @dev_regs_posted:	memory registrations prepared for an RDMA device for
+ *			this context's transfers so far (zcx_ib.ko:
+ *			fast-registration work requests, one per MR; also
+ *			those of a transfer that failed before they were
+ *			posted), for one message or to be kept.  None for
+ *			a transfer whose pages a kept registration covers,
+ *			nor for a receive, or an exposed range a peer's put
+ *			or get reaches, whose pages our own READs or WRITEs
+ *			reach with the device's local key (few enough DMA
+ *			entries).  Zero with modules without
+ *			ZCX_FEATURE_DEV_REGS_POSTED.
  * @reserved:		zero.
  */
 struct zcx_counters {

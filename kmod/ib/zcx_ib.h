@@ -28,9 +28,10 @@
  * owner's RLIMIT_MEMLOCK what evicting its unused regions takes), then
  * conn->building (read), and then, for a kept registration it makes, the
  * context's lock again (zcx_rma_target_watch()), as a pull does
- * (zcx_op_watch()); a job that registers takes it once more, alone, to
- * count them (zcx_op_regs_posted()).  The keepalive work takes conn->lock
- * only.
+ * (zcx_op_watch()).  Any job that registers pages takes the context's
+ * lock once more, holding no lock but conn->building, to count them
+ * (zcx_op_regs_posted(), zcx_rma_target_regs_posted()).  The keepalive
+ * work takes conn->lock only.
  * The work letting go of kept registrations (kept.c) takes
  * conn->building (read), then conn->lock; zcx.ko calls a kept
  * registration's watch under its innermost lock, and the watch only
