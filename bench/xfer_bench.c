@@ -24,7 +24,9 @@
  * copied twice: into the kernel, then out).  With -n, packets per message
  * too ("pkts", "bw_pkts"): what the node's RDMA devices sent over the
  * timed runs (hw_counters/sent_pkts; both sides share the node), the
- * protocol's own count whatever the emulation's speed.
+ * protocol's own count whatever the emulation's speed; and registrations
+ * per message ("regs", "bw_regs"): those both sides' transfers asked of
+ * the device (the dev_regs_posted counters), none once kept.
  *
  * Usage: xfer_bench [-m enter|poll|both] [-T lat,bw,bar] [-r REPS] [-t MS]
  *                   [-N MAXPROCS] [-s BYTES] [-n]
@@ -64,6 +66,7 @@ struct ctl {
 	size_t len;
 	long iters;		/* round trips, or windows */
 	uint64_t syscalls;	/* out: the responder's, during the command */
+	uint64_t regs;		/* out: its registrations asked of the device */
 };
 
 static const char *sysname;
@@ -137,6 +140,17 @@ static void wait_ok(struct zcx_ep *ep, struct zcx_req *req, size_t len, const ch
 }
 
 /* A context and an endpoint of the mode under test, opened in this process. */
+/* Registrations @zcx's transfers asked of an RDMA device so far. */
+static uint64_t dev_regs(struct zcx *zcx, const char *who)
+{
+	struct zcx_mr_stats st;
+	int ret = zcx_mr_stats(zcx, &st);
+
+	if (ret)
+		fail(who, "zcx_mr_stats", ret);
+	return st.kernel.dev_regs_posted;
+}
+
 static struct zcx_ep *open_ep(struct zcx **zcx, const char *who)
 {
 	struct zcx_ep *ep;
@@ -176,7 +190,7 @@ static void responder(struct ctl *ctl, int go, int done, int addr_out, int addr_
 	xwrite(done, "c", 1);
 
 	for (;;) {
-		uint64_t s0;
+		uint64_t s0, r0;
 		size_t len;
 		long i, n;
 
@@ -184,6 +198,7 @@ static void responder(struct ctl *ctl, int go, int done, int addr_out, int addr_
 		len = ctl->len;
 		n = ctl->iters;
 		s0 = zcx_ep_syscalls(ep);
+		r0 = dev_regs(zcx, "responder");
 		switch (ctl->cmd) {
 		case CMD_QUIT:
 			zcx_ep_destroy(ep);
@@ -236,6 +251,7 @@ static void responder(struct ctl *ctl, int go, int done, int addr_out, int addr_
 			break;
 		}
 		ctl->syscalls = zcx_ep_syscalls(ep) - s0;
+		ctl->regs = dev_regs(zcx, "responder") - r0;
 		xwrite(done, "d", 1);
 	}
 }
@@ -249,6 +265,7 @@ struct pair {
 	uint32_t peer;
 	unsigned char *buf;
 	uint64_t syscalls;	/* both sides, last command */
+	uint64_t regs;		/* both sides' registrations, last command */
 	cpu_set_t cpus;		/* the initiator's affinity before the pair */
 };
 
@@ -327,7 +344,7 @@ static unsigned long long pair_run(struct pair *p, int cmd, size_t len, long n)
 {
 	static struct zcx_req req[BW_WINDOW];
 	unsigned long long t0, t;
-	uint64_t ack, s0;
+	uint64_t ack, s0, r0;
 	long i;
 	int k, ret;
 	char c;
@@ -337,6 +354,7 @@ static unsigned long long pair_run(struct pair *p, int cmd, size_t len, long n)
 	p->ctl->iters = n;
 	xwrite(p->go, "g", 1);
 	s0 = zcx_ep_syscalls(p->ep);
+	r0 = dev_regs(p->zcx, "initiator");
 	t0 = now_ns();
 	for (i = 0; i < n; i++) {
 		switch (cmd) {
@@ -371,8 +389,10 @@ static unsigned long long pair_run(struct pair *p, int cmd, size_t len, long n)
 	}
 	t = now_ns() - t0;
 	s0 = zcx_ep_syscalls(p->ep) - s0;
+	r0 = dev_regs(p->zcx, "initiator") - r0;
 	xread(p->done, &c, 1);
 	p->syscalls = s0 + p->ctl->syscalls;
+	p->regs = r0 + p->ctl->regs;
 	return t;
 }
 
@@ -402,6 +422,7 @@ static uint64_t wire_pkts(void)
 struct tally {
 	uint64_t calls;		/* system calls, both sides */
 	uint64_t pkts;		/* packets the node's RDMA devices sent */
+	uint64_t regs;		/* registrations asked of them, both sides */
 	long msgs;
 };
 
@@ -423,6 +444,7 @@ static void bench_lat(struct pair *p, int rep, unsigned long long target, struct
 		tally[i].pkts += wire_pkts() - pkts0;
 		xfer_row(sysname, "lat", len, rep, (double)t / (2.0 * n));
 		tally[i].calls += p->syscalls;
+		tally[i].regs += p->regs;
 		tally[i].msgs += 2 * n;
 	}
 }
@@ -444,16 +466,18 @@ static void bench_bw(struct pair *p, int rep, unsigned long long target, struct 
 		tally[i].pkts += wire_pkts() - pkts0;
 		xfer_row(sysname, "bw", len, rep, (double)len * BW_WINDOW * n / (t / 1e9) / 1e6);
 		tally[i].calls += p->syscalls;
+		tally[i].regs += p->regs;
 		tally[i].msgs += BW_WINDOW * n;
 	}
 }
 
 /*
  * The structural rows of a test's sizes: system calls (row @calls) and,
- * with -n, packets (row @pkts) per message; with @copies, copies per byte.
+ * with -n, packets and registrations (rows @pkts, @regs) per message;
+ * with @copies, copies per byte.
  */
 static void tally_rows(const struct tally *tally, const size_t *sizes, size_t nsizes,
-		       const char *calls, const char *pkts, bool copies)
+		       const char *calls, const char *pkts, const char *regs, bool copies)
 {
 	size_t i;
 
@@ -462,8 +486,10 @@ static void tally_rows(const struct tally *tally, const size_t *sizes, size_t ns
 		const struct tally *t = &tally[i];
 
 		xfer_row(sysname, calls, len, 0, (double)t->calls / t->msgs);
-		if (connect_flags)
+		if (connect_flags) {
 			xfer_row(sysname, pkts, len, 0, (double)t->pkts / t->msgs);
+			xfer_row(sysname, regs, len, 0, (double)t->regs / t->msgs);
+		}
 		/* Receives are always posted first: one copy, inline or not. */
 		if (copies)
 			xfer_row(sysname, "copies", len, 0, 1);
@@ -494,9 +520,9 @@ static void bench_pairs(bool lat, bool bw, int reps, unsigned long long target)
 		pair_stop(&p);
 	}
 	if (lat)
-		tally_rows(lat_tally, lat_sizes, NLAT, "syscalls", "pkts", true);
+		tally_rows(lat_tally, lat_sizes, NLAT, "syscalls", "pkts", "regs", true);
 	if (bw)
-		tally_rows(bw_tally, bw_sizes, NBW, "bw_syscalls", "bw_pkts", false);
+		tally_rows(bw_tally, bw_sizes, NBW, "bw_syscalls", "bw_pkts", "bw_regs", false);
 }
 
 /* --- N processes: barrier -------------------------------------------------- */

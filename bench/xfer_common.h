@@ -13,7 +13,10 @@
  *   syscalls  param = message bytes (or processes for barriers), value =
  *             system calls per message (per barrier and process);
  *   copies    param = message bytes, value = times each payload byte is
- *             copied (structural: from the design, not timed).
+ *             copied (structural: from the design, not timed);
+ *   pkts, regs  (xfer_bench -n) param = message bytes, value = packets
+ *             the RDMA device sent, registrations it was asked for, per
+ *             message (bw_pkts, bw_regs: in the bandwidth test).
  * rep is the repetition (1..N), or 0 for structural rows.
  */
 #ifndef XFER_COMMON_H
