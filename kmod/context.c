@@ -214,6 +214,8 @@ static void zcx_stats_add_counters(struct zcx_stats *sum, const struct zcx_stats
 		sum->inval[i] += s->inval[i];
 	sum->evictions += s->evictions;
 	sum->events += s->events;
+	sum->dev_regs_total += s->dev_regs_total;
+	sum->dev_regs_posted += s->dev_regs_posted;
 	zcx_xfer_stats_add(&sum->xfer, &s->xfer);
 }
 
@@ -270,6 +272,9 @@ void zcx_ctx_stats_add(struct zcx_ctx *ctx, struct zcx_stats *sum)
 	sum->events += c->events;
 	sum->regions += c->regions;
 	sum->pinned_pages += c->pinned_pages;
+	sum->dev_regs += c->dev_regs;
+	sum->dev_regs_total += c->dev_regs_total;
+	sum->dev_regs_posted += c->dev_regs_posted;
 	spin_unlock(&ctx->lock);
 }
 

@@ -103,6 +103,9 @@ static int zcx_nl_put_stats(struct sk_buff *skb, const struct zcx_stats *s)
 	    zcx_nl_put_u64(skb, ZCX_ATTR_EVENTS, s->events) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_REGIONS, s->regions) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_PINNED_BYTES, s->pinned_pages << PAGE_SHIFT) ||
+	    zcx_nl_put_u64(skb, ZCX_ATTR_DEV_REGS, s->dev_regs) ||
+	    zcx_nl_put_u64(skb, ZCX_ATTR_DEV_REGS_TOTAL, s->dev_regs_total) ||
+	    zcx_nl_put_u64(skb, ZCX_ATTR_DEV_REGS_POSTED, s->dev_regs_posted) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_ENDPOINTS, s->endpoints) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_OPS, s->xfer.ops) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_ERRORS, s->xfer.errors) ||

@@ -121,6 +121,9 @@ struct zcx_stats {
 	u64 events;
 	u64 regions;
 	u64 pinned_pages;
+	u64 dev_regs;
+	u64 dev_regs_total;
+	u64 dev_regs_posted;
 	u64 endpoints;
 	struct zcx_xfer_stats xfer;
 };

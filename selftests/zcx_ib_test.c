@@ -475,6 +475,7 @@ TEST_F_TIMEOUT(net, page_sized_messages_go_inline, 300)
  * sender registers its pages for every message, and the same messages
  * arrive as well.  On an iWARP device (siw) a receive's pages are
  * registered for the peer to write, so only the sender's are kept.
+ * Netlink (zcxctl stats) tells the sender's numbers as its counters do.
  */
 #define KEPT_LEN	((size_t)1 << 20)
 #define KEPT_ROUNDS	10
@@ -537,6 +538,29 @@ static bool regs_posted(struct xside *s, const struct zcx_counters *before, uint
 	return false;
 }
 
+/* Whether netlink tells this process's device registrations as its counters do. */
+static bool regs_in_netlink(struct xside *s)
+{
+	struct zcx_nl_msg m = { 0 };
+	struct zcx_counters c;
+	int ret;
+
+	if (kept_stats(s, &c))
+		return false;
+	ret = zcx_nl_do_pid(ZCX_CMD_GET_STATS, getpid(), &m);
+	if (!ret && m.val[ZCX_ATTR_DEV_REGS] == c.dev_regs &&
+	    m.val[ZCX_ATTR_DEV_REGS_TOTAL] == c.dev_regs_total &&
+	    m.val[ZCX_ATTR_DEV_REGS_POSTED] == c.dev_regs_posted)
+		return true;
+	fprintf(stderr, "# netlink (%d): %llu, %llu, %llu registrations; counters: %llu, %llu, %llu\n",
+		ret, (unsigned long long)m.val[ZCX_ATTR_DEV_REGS],
+		(unsigned long long)m.val[ZCX_ATTR_DEV_REGS_TOTAL],
+		(unsigned long long)m.val[ZCX_ATTR_DEV_REGS_POSTED],
+		(unsigned long long)c.dev_regs, (unsigned long long)c.dev_regs_total,
+		(unsigned long long)c.dev_regs_posted);
+	return false;
+}
+
 /*
  * Whether the context gets back to @before's kept registrations and
  * pinned pages, within 30 s: they go once the device is done with them.
@@ -595,7 +619,8 @@ static int kept_send(struct xside *s, void *arg)
 			       kept_stats(s, &first)))
 			return 1;
 	}
-	ret = !kept_made(s, kc->cached, &before, 2, "sending from the buffer mapped again");
+	ret = !kept_made(s, kc->cached, &before, 2, "sending from the buffer mapped again") ||
+	      !regs_in_netlink(s);
 	munmap(buf, KEPT_LEN);
 	return ret;
 }

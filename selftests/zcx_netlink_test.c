@@ -72,6 +72,12 @@ static void expect_matches_status(struct __test_metadata *_metadata,
 	EXPECT_EQ(zcx_test_counter(t, events), s.val[ZCX_ATTR_EVENTS]);
 	EXPECT_EQ(zcx_test_counter(t, regions), s.val[ZCX_ATTR_REGIONS]);
 	EXPECT_EQ(zcx_test_counter(t, pinned_pages) * page, s.val[ZCX_ATTR_PINNED_BYTES]);
+	/* No RDMA device here: present, and zero (zcx_ib_test sees them count). */
+	EXPECT_TRUE(s.has[ZCX_ATTR_DEV_REGS] && s.has[ZCX_ATTR_DEV_REGS_TOTAL] &&
+		    s.has[ZCX_ATTR_DEV_REGS_POSTED]);
+	EXPECT_EQ(zcx_test_counter(t, dev_regs), s.val[ZCX_ATTR_DEV_REGS]);
+	EXPECT_EQ(zcx_test_counter(t, dev_regs_total), s.val[ZCX_ATTR_DEV_REGS_TOTAL]);
+	EXPECT_EQ(zcx_test_counter(t, dev_regs_posted), s.val[ZCX_ATTR_DEV_REGS_POSTED]);
 }
 
 TEST_F(nl, stats_match_status_and_activity)

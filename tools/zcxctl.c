@@ -77,6 +77,9 @@ static const struct attr_desc stats_attrs[] = {
 	{ ZCX_ATTR_ERRORS,		"errors",		KIND_U64 },
 	{ ZCX_ATTR_TX_BYTES,		"tx_bytes",		KIND_U64 },
 	{ ZCX_ATTR_RX_BYTES,		"rx_bytes",		KIND_U64 },
+	{ ZCX_ATTR_DEV_REGS,		"dev_regs",		KIND_U64 },
+	{ ZCX_ATTR_DEV_REGS_TOTAL,	"dev_regs_total",	KIND_U64 },
+	{ ZCX_ATTR_DEV_REGS_POSTED,	"dev_regs_posted",	KIND_U64 },
 };
 
 /* Parameters; @settable ones are accepted by "set" (the kernel decides). */

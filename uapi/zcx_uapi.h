@@ -1006,6 +1006,10 @@ enum zcx_nl_attr {
 	ZCX_ATTR_DEV_BACKEND,		/* string: the module's, e.g. "ib" */
 	ZCX_ATTR_DEV_PORTS,		/* u32: ports */
 	ZCX_ATTR_DEV_MR_PAGES,		/* u32: pages one fast registration maps */
+	/* ZCX_CMD_GET_STATS, ZCX_CMD_GET_PROCS: as in struct zcx_counters. */
+	ZCX_ATTR_DEV_REGS,		/* u64: registrations RDMA devices keep now */
+	ZCX_ATTR_DEV_REGS_TOTAL,	/* u64: ... made so far */
+	ZCX_ATTR_DEV_REGS_POSTED,	/* u64: registrations asked of them */
 	__ZCX_ATTR_MAX,
 	ZCX_ATTR_MAX = __ZCX_ATTR_MAX - 1
 };
