@@ -748,9 +748,17 @@ TEST_F_TIMEOUT(wire, hellos_not_ours_are_rejected, 300)
 	const struct zcx_addr *to = &self->node.addr;
 	struct wire_hello good = hello_for(to), bad;
 	struct raw *r = &self->raw;
+	size_t len = sizeof(good);
 
-	/* Too short for a hello. */
-	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(r, to, &good, sizeof(good) - 1));
+	/*
+	 * Too short for a hello.  InfiniBand pads a request's private data
+	 * with zeros, so there the node reads a short hello as one ending
+	 * in zeros: short of its last byte that is not zero (of the random
+	 * key; CI once had a key whose last byte was), it is a wrong one.
+	 */
+	while (len > 1 && !((const unsigned char *)&good)[len - 1])
+		len--;
+	EXPECT_EQ(RDMA_CM_EVENT_REJECTED, raw_connect(r, to, &good, len - 1));
 	raw_close(r);
 	bad = good;
 	bad.magic ^= 1;
