@@ -175,10 +175,12 @@ ZCX_EXPORT int zcx_group_barrier(struct zcx_group *g)
 	}
 	/*
 	 * We heard from every member: this barrier is done whatever became
-	 * of our sends.  One that failed says only that its partner went,
-	 * perhaps once through: across nodes, the acknowledgement of our
-	 * message can come after the partner it reached left.  The next
-	 * barrier cannot complete, so the group breaks now, every send ended.
+	 * of our sends.  One that failed says only that the connection to
+	 * its partner broke: the partner may have got through and left
+	 * (across nodes, the acknowledgement of our message can come after
+	 * that), or it still waits for the message, and fails when we break
+	 * the group.  The next barrier cannot complete, so the group breaks
+	 * now, every send ended.
 	 */
 	err = 0;
 	for (k = 0; k < g->rounds; k++) {
