@@ -67,44 +67,5 @@ rm -rf "$run"
 { echo round,system,test,bytes,value; cat "$run/pairs.csv"; } > "$out/pairs.csv"
 
 echo "[3/3] report"
-awk -F, '
-NR > 1 { v[$1, $2 "," $3] = $5; if ($1 > n) n = $1 }
-function median(key,    i, j, k, a, t) {
-	k = 0
-	for (i = 1; i <= n; i++) if ((i, key) in v) a[++k] = v[i, key] + 0
-	for (i = 2; i <= k; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-	return k ? (k % 2 ? a[(k + 1) / 2] : (a[k / 2] + a[k / 2 + 1]) / 2) : 0
-}
-function cell(x, fmt) { return x ? sprintf(fmt, x) : "-" }
-END {
-	zl = "zcx-enter,lat"; ul = "ucx-posix+cma,lat"
-	zb = "zcx-enter,bw"; ub = "ucx-posix+cma,bw"; cb = "cma,bw"
-	print "## zcx from one pair of processes to the next (QEMU/TCG guest)"
-	print ""
-	print "Each round: zcx on a new pair, then UCX `posix,cma` and process_vm_readv"
-	print "beside it in the same guest. Latency is one way at 8 KiB (µs), bandwidth"
-	print "streaming at 1 MiB (MB/s)."
-	print ""
-	print "| round | zcx lat | UCX lat | zcx ÷ UCX | zcx bw | UCX bw | pvr bw | zcx ÷ UCX | zcx ÷ pvr |"
-	print "|---|---|---|---|---|---|---|---|---|"
-	for (i = 1; i <= n; i++) {
-		printf "| %d | %s | %s | %s | %s | %s | %s | %s | %s |\n", i,
-		       cell(v[i, zl] / 1000, "%.1f"), cell(v[i, ul] / 1000, "%.1f"),
-		       v[i, ul] ? sprintf("%.2f", v[i, zl] / v[i, ul]) : "-",
-		       cell(v[i, zb], "%.0f"), cell(v[i, ub], "%.0f"), cell(v[i, cb], "%.0f"),
-		       v[i, ub] ? sprintf("%.2f", v[i, zb] / v[i, ub]) : "-",
-		       v[i, cb] ? sprintf("%.2f", v[i, zb] / v[i, cb]) : "-"
-		if (v[i, zl] && v[i, ul] && v[i, zl] <= v[i, ul]) lat_met++
-		if (v[i, zb] && v[i, ub] && v[i, cb] && v[i, zb] >= v[i, ub] && v[i, zb] >= 0.9 * v[i, cb]) bw_met++
-	}
-	printf "| median | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-	       cell(median(zl) / 1000, "%.1f"), cell(median(ul) / 1000, "%.1f"),
-	       median(ul) ? sprintf("%.2f", median(zl) / median(ul)) : "-",
-	       cell(median(zb), "%.0f"), cell(median(ub), "%.0f"), cell(median(cb), "%.0f"),
-	       median(ub) ? sprintf("%.2f", median(zb) / median(ub)) : "-",
-	       median(cb) ? sprintf("%.2f", median(zb) / median(cb)) : "-"
-	print ""
-	printf "- 8 KiB latency no worse than UCX shared memory: %d of %d rounds\n", lat_met, n
-	printf "- 1 MiB bandwidth >= 0.9x process_vm_readv and >= UCX posix,cma: %d of %d rounds\n", bw_met, n
-	print "- The ratios of the medians row are of the medians, not medians of ratios."
-}' "$out/pairs.csv" | tee "$out/pairs.md"
+awk -f "$top/scripts/median.awk" -f "$top/scripts/bench-pairs-report.awk" "$out/pairs.csv" |
+	tee "$out/pairs.md"

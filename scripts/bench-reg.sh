@@ -26,5 +26,5 @@ reps=${REG_REPS:-1}
 cp "$run/reg-raw.csv" "$out/reg-raw.csv"
 
 echo "[3/3] report"
-"$top/scripts/bench-reg-report.awk" -v csv="$out/reg.csv" "$out/reg-raw.csv" > "$out/reg.md"
+awk -f "$top/scripts/median.awk" -f "$top/scripts/bench-reg-report.awk" -v csv="$out/reg.csv" "$out/reg-raw.csv" > "$out/reg.md"
 cat "$out/reg.md"

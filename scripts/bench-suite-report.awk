@@ -1,7 +1,7 @@
-#!/usr/bin/awk -f
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# bench-suite-report.awk -v dir=OUTDIR xfer-raw.csv host-raw.csv reg-raw.csv
+# awk -f median.awk -f bench-suite-report.awk -v dir=OUTDIR xfer-raw.csv
+#     host-raw.csv reg-raw.csv
 #
 # The benchmark suite's summary (bench-suite.sh): prints the Markdown
 # tables (zcx and every peer side by side, zcx's ratio to each, the same
@@ -49,29 +49,15 @@ BEGIN {
 FNR == 1 { next }
 # reg_bench: kind,param,ns_per_op,run
 NF == 4 {
-	if ($1 == "miss" || $1 == "kernel_hit" || $1 == "lib_hit") add("zcx-" $1, "reg", $2, $3)
-	else if ($1 == "ibv_reg_dereg") add("ibv_reg_mr", "reg", $2, $3)
+	if ($1 == "miss" || $1 == "kernel_hit" || $1 == "lib_hit") sample("zcx-" $1 SUBSEP "reg" SUBSEP $2, $3)
+	else if ($1 == "ibv_reg_dereg") sample("ibv_reg_mr" SUBSEP "reg" SUBSEP $2, $3)
 	next
 }
 $4 == 0 { st[$1, $2, $3] = $5 + 0; next }
 # a time or a bandwidth of 0 is a measurement that went wrong
 $1 !~ /unit$/ && $5 + 0 <= 0 { next }
-{ add($1, $2, $3, $5) }
+{ sample($1 SUBSEP $2 SUBSEP $3, $5) }
 
-function add(s, t, p, x,    k) {
-	k = s SUBSEP t SUBSEP p
-	n[k]++
-	v[k, n[k]] = x + 0
-	if (!(k in seen)) { seen[k] = 1; order[++nkeys] = k }
-}
-function summarise(k,    i, j, m, t, a) {
-	m = n[k]
-	for (i = 1; i <= m; i++) a[i] = v[k, i]
-	for (i = 2; i <= m; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-	lo[k] = a[1]; hi[k] = a[m]
-	mid[k] = m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-}
 function has(s, t, p) { return (s SUBSEP t SUBSEP p) in mid }
 function med(s, t, p) { return has(s, t, p) ? mid[s, t, p] : "" }
 function human(b) { return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B" }
@@ -140,7 +126,7 @@ function setmid(s, t, p, x) {
 }
 
 END {
-	for (i = 1; i <= nkeys; i++) summarise(order[i])
+	summarise_all()
 
 	# projections, kept beside the measurements as system "projection"
 	for (m = 1; m <= 2; m++) {

@@ -116,14 +116,14 @@ fi
 # --- reports and plots ------------------------------------------------------------
 step_no=$((step_no + 1))
 echo "[$step_no/$step_total] report: tables, CSV and plots in $out"
-"$top/scripts/bench-xfer-report.awk" -v csv="$out/xfer.csv" "$out/xfer-raw.csv" > "$out/xfer.md"
+awk -f "$top/scripts/median.awk" -f "$top/scripts/bench-xfer-report.awk" -v csv="$out/xfer.csv" "$out/xfer-raw.csv" > "$out/xfer.md"
 if [ "${BENCH_PARTS:-all}" = xfer ]; then
 	cat "$out/xfer.md"
 	echo "$name: $(( (SECONDS - start) / 60 )) min $(( (SECONDS - start) % 60 )) s"
 	exit $rc
 fi
 if [ -s "$out/reg-raw.csv" ]; then
-	"$top/scripts/bench-reg-report.awk" -v csv="$out/reg.csv" "$out/reg-raw.csv" > "$out/reg.md"
+	awk -f "$top/scripts/median.awk" -f "$top/scripts/bench-reg-report.awk" -v csv="$out/reg.csv" "$out/reg-raw.csv" > "$out/reg.md"
 fi
 inputs=("$out/xfer-raw.csv" "$out/host-raw.csv")
 [ ! -s "$out/reg-raw.csv" ] || inputs+=("$out/reg-raw.csv")
@@ -144,7 +144,7 @@ inputs=("$out/xfer-raw.csv" "$out/host-raw.csv")
 			print "host for figures to quote."
 		}'
 	echo ""
-	"$top/scripts/bench-suite-report.awk" -v dir="$out" "${inputs[@]}"
+	awk -f "$top/scripts/median.awk" -f "$top/scripts/bench-suite-report.awk" -v dir="$out" "${inputs[@]}"
 	echo ""
 	echo "Plots: latency.png, bandwidth.png (guest), latency-host.png, bandwidth-host.png"
 	echo "(host, zcx projected), barrier.png, registration.png. Details: xfer.md, reg.md."

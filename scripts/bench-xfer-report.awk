@@ -1,9 +1,9 @@
-#!/usr/bin/awk -f
 # SPDX-License-Identifier: GPL-2.0-only
 #
-# bench-xfer-report.awk [-v csv=OUT.csv] raw.csv - Markdown report of the
-# transport benchmark (rows "system,test,param,rep,value" from xfer_bench,
-# peer_bench, mpi_bench and ucx_perftest), with the issue's targets checked:
+# awk -f median.awk -f bench-xfer-report.awk [-v csv=OUT.csv] raw.csv -
+# Markdown report of the transport benchmark (rows
+# "system,test,param,rep,value" from xfer_bench, peer_bench, mpi_bench and
+# ucx_perftest), with the issue's targets checked:
 #   - 8 KiB latency no worse than UCX shared memory (the best of posix,
 #     sysv, posix+cma);
 #   - 1 MiB bandwidth at least 0.9x process_vm_readv's and no worse than
@@ -29,21 +29,8 @@ BEGIN {
 NR == 1 && $1 == "system" { next }
 $1 == "zcx" && $2 == "threshold" { threshold = $3; next }
 $4 == 0 { st[$1, $2, $3] = $5; next }
-{
-	k = $1 SUBSEP $2 SUBSEP $3
-	n[k]++
-	v[k, n[k]] = $5 + 0
-	if (!(k in keys)) { keys[k] = 1; order[++nkeys] = k }
-}
+{ sample($1 SUBSEP $2 SUBSEP $3, $5) }
 
-function median(k,    i, j, m, t, a) {
-	m = n[k]
-	for (i = 1; i <= m; i++) a[i] = v[k, i]
-	for (i = 2; i <= m; i++)
-		for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
-	lo[k] = a[1]; hi[k] = a[m]
-	return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
-}
 function med(s, t, p,    k) { k = s SUBSEP t SUBSEP p; return (k in n) ? mid[k] : "" }
 function human(b) { return b >= 1048576 ? b / 1048576 " MiB" : b >= 1024 ? b / 1024 " KiB" : b " B" }
 # value with its spread, e.g. "12.3 ±4%"
@@ -70,7 +57,7 @@ function ucx_best_lat(p,    b, x, i, u) {
 }
 
 END {
-	for (i = 1; i <= nkeys; i++) mid[order[i]] = median(order[i])
+	summarise_all()
 	if (csv != "") {
 		print "system,test,param,median,min,max,runs" > csv
 		for (i = 1; i <= nkeys; i++) {
