@@ -78,7 +78,8 @@ static int zcx_bar_attach(struct zcx_ctx *ctx, u32 ep_idx, struct zcx_barrier *b
 	int ret = -ENOENT;
 	u32 i;
 
-	mutex_lock(&ctx->ep_mutex);
+	if (mutex_lock_killable(&ctx->ep_mutex))
+		return -EINTR;
 	ep = rcu_dereference_protected(ep_idx < ZCX_MAX_ENDPOINTS ? ctx->eps[ep_idx] : NULL,
 				       lockdep_is_held(&ctx->ep_mutex));
 	if (ep) {

@@ -195,7 +195,9 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	if (ret)
 		goto err_free;
 
-	mutex_lock(&ctx->ep_mutex);
+	ret = mutex_lock_killable(&ctx->ep_mutex);
+	if (ret)
+		goto err_free;
 	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++)
 		if (!rcu_access_pointer(ctx->eps[idx]))
 			break;
@@ -314,7 +316,8 @@ int zcx_ep_destroy_idx(struct zcx_ctx *ctx, u32 idx)
 
 	if (idx >= ZCX_MAX_ENDPOINTS)
 		return -ENOENT;
-	mutex_lock(&ctx->ep_mutex);
+	if (mutex_lock_killable(&ctx->ep_mutex))
+		return -EINTR;
 	ep = rcu_dereference_protected(ctx->eps[idx], lockdep_is_held(&ctx->ep_mutex));
 	if (ep)
 		zcx_ep_shutdown(ctx, ep);
@@ -358,7 +361,11 @@ static int zcx_ep_add_conn(struct zcx_ctx *ctx, struct zcx_ep *ep, struct zcx_co
 	u32 id;
 	int ret;
 
-	mutex_lock(&ctx->ep_mutex);
+	ret = mutex_lock_killable(&ctx->ep_mutex);
+	if (ret) {
+		zcx_conn_put(conn);
+		return ret;
+	}
 	ret = ep->dead ? -ENOENT :
 	      xa_alloc(&ep->conns, &id, conn, XA_LIMIT(0, ZCX_MAX_CONNECTIONS - 1),
 		       GFP_KERNEL_ACCOUNT);
@@ -775,11 +782,12 @@ static bool zcx_cq_wait_done(struct zcx_ep *ep, u32 min_complete)
 }
 
 /*
- * A process takes up to @max submissions of its polled endpoint @ep.  The
- * polling thread may hold sq_mutex for long (a pass can copy a large
- * message): wait for it interruptibly.
+ * The process takes up to @max submissions of @ep.  Whoever else takes
+ * them (another thread, or the polling thread) may hold sq_mutex for as
+ * long as a copy of a large message or a fault in the process's memory
+ * takes: wait for it interruptibly.
  */
-static int zcx_poll_enter_take(struct zcx_ep *ep, u32 max)
+static int zcx_enter_take(struct zcx_ep *ep, u32 max)
 {
 	int ret;
 
@@ -824,16 +832,10 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 	 * its CPU takes its submissions itself rather than wait for the
 	 * thread's turn.  sq_mutex orders us with the thread.
 	 */
-	if (to_submit && (ep->flags & ZCX_EP_POLL)) {
-		if (!READ_ONCE(ctx->poll_takers))
+	if (to_submit) {
+		if ((ep->flags & ZCX_EP_POLL) && !READ_ONCE(ctx->poll_takers))
 			WRITE_ONCE(ctx->poll_takers, true);
-		ret = zcx_poll_enter_take(ep, to_submit);
-		if (ret < 0)
-			goto out;
-	} else if (to_submit) {
-		mutex_lock(&ep->sq_mutex);
-		ret = zcx_sq_take(ep, to_submit);
-		mutex_unlock(&ep->sq_mutex);
+		ret = zcx_enter_take(ep, to_submit);
 		if (ret < 0)
 			goto out;
 	}

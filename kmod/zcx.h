@@ -8,11 +8,15 @@
  *				regions are torn down);
  *   zcx_ctx.ep_mutex	creation and destruction of endpoints and of
  *				their connections and barrier memberships,
- *				the polling thread;
+ *				the polling thread.  A shutdown holds it
+ *				while it waits for sq_mutex, so a system
+ *				call that can fail takes it killably;
  *   zcx_ep.sq_mutex	whoever takes submissions from an endpoint's SQ
  *				(ZCX_IOC_ENTER or the polling thread), held
- *				across faults in the process's memory, so
- *				taken under ep_mutex with zcx_ep_lock_sq();
+ *				across faults in the process's memory (as
+ *				long as the process likes: a userfaultfd),
+ *				so ZCX_IOC_ENTER waits for it interruptibly
+ *				and ep_mutex holders with zcx_ep_lock_sq();
  *   zcx_ep.match_mutex	a receiving endpoint's queues of posted receives
  *				and unexpected messages, and its @dead flag.
  *				Senders take their peer's; nobody holds two;

@@ -319,6 +319,9 @@ static int zcx_ring_doorbell_locked(struct zcx_ep *ep)
 				return ret;
 			continue;
 		}
+		/* A signal came while another thread took submissions. */
+		if (ret == -EINTR)
+			continue;
 		if (ret < 0)
 			return ret;
 		ep->unsubmitted -= (uint32_t)ret;

@@ -975,6 +975,88 @@ TEST_F(raw, barrier_bad_args)
 	EXPECT_TRUE(ret == -ECONNREFUSED || ret == -EINVAL) TH_LOG("%d", ret);
 }
 
+static void on_signal(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A submission stuck in a page fault (an inline send's payload on a page
+ * under a userfaultfd that nobody serves) holds its endpoint's submission
+ * ring for as long as its process likes.  Another thread's ZCX_IOC_ENTER
+ * on that endpoint waits for the ring interruptibly: a signal ends the
+ * wait (EINTR, nothing taken).  An uninterruptible wait could not be
+ * ended, and the hung-task detector would report it after two minutes.
+ */
+TEST_F_TIMEOUT(raw, enter_behind_a_stuck_submission_is_interruptible, 120)
+{
+	struct sigaction plain = { .sa_handler = on_signal }, old;	/* no SA_RESTART */
+	long page_size = sysconf(_SC_PAGESIZE);
+	struct zcx_raw_ep stuck_ep, live_ep;
+	struct zcx_raw_stuck first = { .r = &stuck_ep }, second = { .r = &stuck_ep };
+	struct zcx_ep_connect conn = { 0 };
+	struct uffdio_zeropage zp = { 0 };
+	struct pollfd fault = { .events = POLLIN };
+	pthread_t first_thread, second_thread;
+	struct timespec deadline;
+	struct zcx_sqe sqe;
+	struct zcx_cqe cqe;
+	char got[64], zeros[64] = { 0 };
+	int joined;
+	char *page = zcx_test_anon(page_size);
+
+	ASSERT_NE(NULL, page);
+	fault.fd = zcx_test_uffd(page, page_size);
+	ASSERT_LE(0, fault.fd);
+	ASSERT_EQ(0, sigaction(SIGUSR1, &plain, &old));
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, 0, 0, &stuck_ep));
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, 0, 0, &live_ep));
+	conn.ep = stuck_ep.c.ep;
+	conn.addr = live_ep.c.addr;
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = conn.peer,
+				.addr = (uintptr_t)page, .len = sizeof(got) };
+	zcx_raw_push(&stuck_ep, &sqe);
+
+	ASSERT_EQ(0, pthread_create(&first_thread, NULL, zcx_raw_stuck_enter, &first));
+	ASSERT_EQ(1, poll(&fault, 1, 60000));
+	/* The second finds the ring held, with nothing left to take. */
+	ASSERT_EQ(0, pthread_create(&second_thread, NULL, zcx_raw_stuck_enter, &second));
+	EXPECT_TRUE(zcx_test_await_thread_state(&second.tid, 'S', 10000))
+		TH_LOG("ZCX_IOC_ENTER waits for the ring, state '%c'",
+		       zcx_test_thread_state(second.tid));
+	ASSERT_EQ(0, pthread_kill(second_thread, SIGUSR1));
+	ASSERT_EQ(0, clock_gettime(CLOCK_REALTIME, &deadline));
+	deadline.tv_sec += 10 * zcx_test_slowdown();
+	joined = pthread_timedjoin_np(second_thread, NULL, &deadline);
+	EXPECT_EQ(0, joined) TH_LOG("the signal did not end the wait");
+	if (!joined)
+		EXPECT_EQ(-EINTR, second.ret);
+
+	/* Serve the fault: the send goes on. */
+	zp.range.start = (uintptr_t)page;
+	zp.range.len = page_size;
+	ASSERT_EQ(0, ioctl(fault.fd, UFFDIO_ZEROPAGE, &zp));
+	ASSERT_EQ(0, pthread_join(first_thread, NULL));
+	if (joined)
+		ASSERT_EQ(0, pthread_join(second_thread, NULL));
+	EXPECT_EQ(1, first.ret);
+	memset(got, 0xff, sizeof(got));
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_RECV, .addr = (uintptr_t)got, .len = sizeof(got) };
+	zcx_raw_push(&live_ep, &sqe);
+	ASSERT_EQ(1, zcx_raw_enter(&live_ep, 1, ZCX_ENTER_GETEVENTS, 1));
+	ASSERT_EQ(1, zcx_raw_pop(&live_ep, &cqe));
+	EXPECT_EQ(0, cqe.res);
+	EXPECT_EQ(sizeof(got), cqe.len);
+	/* The page the fault was served with: zeros. */
+	EXPECT_EQ(0, memcmp(got, zeros, sizeof(got)));
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&stuck_ep));
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&live_ep));
+	close(fault.fd);
+	munmap(page, page_size);
+	sigaction(SIGUSR1, &old, NULL);
+}
+
 /*
  * A polled endpoint's send whose memory is missing under a userfaultfd
  * that nobody serves: its polling thread waits in that fault, as the

@@ -119,6 +119,7 @@ static inline void *zcx_raw_stuck_enter(void *arg)
 {
 	struct zcx_raw_stuck *c = arg;
 
+	__atomic_store_n(&c->tid, gettid(), __ATOMIC_RELEASE);
 	c->ret = zcx_raw_enter(c->r, 1, 0, 0);
 	return NULL;
 }

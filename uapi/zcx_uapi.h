@@ -637,8 +637,9 @@ struct zcx_ep_connect {
  * @reserved:	in: must be zero.
  *
  * Returns the number of submissions taken.  Errors: EBUSY (none taken
- * because the CQ has no room), EINTR (a signal came while waiting; taken
- * submissions still complete), ENOENT, EINVAL.
+ * because the CQ has no room), EINTR (a signal came while waiting, for
+ * the completions or for another thread taking submissions of the
+ * endpoint; taken submissions still complete), ENOENT, EINVAL.
  */
 struct zcx_enter {
 	__u32 ep;
