@@ -160,9 +160,11 @@ static void zcx_region_unpin(struct zcx_ctx *ctx, struct zcx_region *r)
 }
 
 /*
- * Unpin every DEAD region; frees those no handle refers to any more.  The
- * mutex makes a second caller wait until a pass under way has unpinned
- * what it took, so "reaped" means "unpinned" for every caller.
+ * Unpin every DEAD region that no transfer holds busy (the last busy put
+ * of one queues another pass); frees those no handle refers to any more.
+ * The mutex makes a second caller wait until a pass under way has
+ * unpinned what it took, so "reaped" means "unpinned but what transfers
+ * under way still use" for every caller.
  */
 static void zcx_reap(struct zcx_ctx *ctx)
 {
@@ -278,13 +280,12 @@ static int zcx_reserve(struct zcx_ctx *ctx, struct zcx_region *r)
 			atomic64_inc(&zcx_stat_regions);
 		}
 		spin_unlock(&ctx->lock);
-		if (fits) {
+		if (fits || attempt) {
+			/* Unpin what was evicted, even if this does not fit. */
 			if (evicted)
 				zcx_reap(ctx);
-			return 0;
+			return fits ? 0 : -ENOMEM;
 		}
-		if (attempt)
-			return -ENOMEM;
 		zcx_reap_watched(ctx);
 	}
 }

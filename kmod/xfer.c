@@ -587,7 +587,10 @@ void zcx_ep_sender_gone(struct zcx_ep *ep, bool refused)
  */
 void zcx_conn_undo(struct zcx_conn *conn)
 {
-	/* A remote peer learns of it from the backend. */
+	/*
+	 * A remote peer learns only that the connection went, from the
+	 * backend: as if its sender left (it cannot tell an undo).
+	 */
 	if (conn->peer)
 		zcx_ep_sender_gone(conn->peer, true);
 	zcx_conn_put(conn);

@@ -22,7 +22,8 @@
  *				Senders take their peer's; nobody holds two;
  *   zcx_ctx.read_mutex	serialises read() of events;
  *   zcx_ctx.reap_mutex	held through a whole reaper pass, so that
- *				waiting for it means the pages are unpinned;
+ *				waiting for it means the pages are unpinned
+ *				(but those transfers under way hold busy);
  *   mm->mmap_lock		taken by pinning and the VMA check;
  *   zcx_barrier.lock	spinlock: a barrier's sleepers;
  *   zcx_ctx.stats_lock	spinlock: the transport counters of the

@@ -188,7 +188,9 @@ struct zcx_mr_dereg {
 /**
  * struct zcx_mr_flush - ZCX_IOC_MR_FLUSH: unpin every unused region now
  *		(waiting 30 seconds at most, killably, for one whose
- *		registration an RDMA connection keeps to be let go).
+ *		registration an RDMA connection keeps to be let go).  One
+ *		that an operation under way still uses (a receive posted,
+ *		a copy) goes stale now and is unpinned when it ends.
  * @flags:	in: must be zero.
  * @flushed:	out: regions dropped.
  * @reserved:	in: must be zero; out: zero.
