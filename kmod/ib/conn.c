@@ -31,7 +31,14 @@
 /* Connections accepted on the node, at most max_accepted (main.c). */
 static atomic_t zcx_ib_accepted = ATOMIC_INIT(0);
 
-static struct workqueue_struct *zcx_ib_wq;
+/*
+ * Teardowns run on zcx_ib_wq, the work of live connections (serving a
+ * put or get, letting kept registrations go) on zcx_ib_work_wq.  A
+ * teardown waits for its connection's serving: on one queue, as many
+ * teardowns as it runs at once, each waiting for work queued behind them,
+ * would wait for ever.
+ */
+static struct workqueue_struct *zcx_ib_wq, *zcx_ib_work_wq;
 static LIST_HEAD(zcx_ib_conns);
 static DEFINE_MUTEX(zcx_ib_conns_mutex);
 
@@ -98,10 +105,10 @@ void zcx_ib_conn_put(struct zcx_ib_conn *conn)
 	kref_put(&conn->ref, zcx_ib_conn_free);
 }
 
-/* Queue @work, of a connection, on zcx_ib's workqueue; false if pending. */
+/* Queue @work, of a live connection; false if pending. */
 bool zcx_ib_queue_work(struct work_struct *work)
 {
-	return queue_work(zcx_ib_wq, work);
+	return queue_work(zcx_ib_work_wq, work);
 }
 
 /* Tear @conn down from the workqueue (never from a CQ or CM handler). */
@@ -726,11 +733,19 @@ void zcx_ib_listen_exit(void)
 int zcx_ib_conn_init(void)
 {
 	zcx_ib_wq = alloc_workqueue("zcx_ib", 0, 0);
-	return zcx_ib_wq ? 0 : -ENOMEM;
+	if (!zcx_ib_wq)
+		return -ENOMEM;
+	zcx_ib_work_wq = alloc_workqueue("zcx_ib_work", 0, 0);
+	if (!zcx_ib_work_wq) {
+		destroy_workqueue(zcx_ib_wq);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* No connection is left (each holds the module); wait for their last work. */
 void zcx_ib_conn_exit(void)
 {
 	destroy_workqueue(zcx_ib_wq);
+	destroy_workqueue(zcx_ib_work_wq);
 }

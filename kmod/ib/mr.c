@@ -74,8 +74,8 @@ int zcx_ib_reg_map(struct zcx_ib_conn *conn, struct zcx_ib_reg *reg, struct page
 	int nents, n, ret;
 
 	reg->dir = access & IB_ACCESS_LOCAL_WRITE ? DMA_FROM_DEVICE : DMA_TO_DEVICE;
-	ret = sg_alloc_table_from_pages(&reg->sgt, pages, npages, offset, len,
-					GFP_KERNEL_ACCOUNT);
+	ret = sg_alloc_table_from_pages_segment(&reg->sgt, pages, npages, offset, len,
+						ZCX_IB_SG_MAX, GFP_KERNEL_ACCOUNT);
 	if (ret)
 		return ret;
 	ret = ib_dma_map_sgtable_attrs(conn->ibdev, &reg->sgt, reg->dir, 0);

@@ -52,6 +52,8 @@ static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_rts) +
 static_assert(ZCX_IB_INLINE <= PAGE_SIZE);
 /* The registrations of one message map the longest PUT or GET. */
 static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_MAX);
+/* A segment's 32-bit length holds all that one MR maps. */
+static_assert((u64)ZCX_IB_MR_PAGES * ZCX_IB_SG_MAX <= U32_MAX);
 /*
  * At the fewest buffers too, inline messages not received yet leave two:
  * one for the next message (copied out then) and the TAKEN's ...
@@ -727,7 +729,8 @@ static void zcx_ib_pull_moved(struct ib_cq *cq, struct ib_wc *wc)
 
 	/*
 	 * After a failure the registrations may still be valid: they, and
-	 * so the receive, wait for the job's end (after the teardown).
+	 * so the receive, wait for the job's last completion, flushed once
+	 * the queue pair is in error and reaches them no more.
 	 */
 	if (res)
 		return;

@@ -103,6 +103,12 @@
 #define ZCX_IB_REPLY_SIZE	64
 #define ZCX_IB_SQ_DEPTH		1024	/* work requests on a send queue, at most */
 #define ZCX_IB_MR_PAGES		512	/* pages one fast registration maps, at most */
+/*
+ * Bytes of contiguous pages in one scatter entry, at most: siw maps a
+ * whole entry per page of an MR, and this keeps an MR's length, which a
+ * segment tells in 32 bits, below 4 GiB.
+ */
+#define ZCX_IB_SG_MAX		(4U << 20)
 #define ZCX_IB_MAX_SEGS		128	/* registrations of one rendezvous message */
 #define ZCX_IB_MR_CACHE		64	/* idle registrations a connection keeps */
 /* Registrations a connection keeps for later messages (kept.c), at most ... */
@@ -432,7 +438,7 @@ struct zcx_ib_tx {
  * @keepalive_cqe: ... with a zero-byte RDMA WRITE ...
  * @keepalive_busy: ... that is posted (under @lock).
  * @serving:	passive: PUTs and GETs received, in order, for ...
- * @serve:	... this work item on zcx_ib_wq to serve (under @lock).
+ * @serve:	... this work item on zcx_ib_work_wq to serve (under @lock).
  * @teardown:	zcx_ib_conn_kill() from zcx_ib_wq.
  * @list:	on zcx_ib_conns.
  * @base_ref:	passive: the reference of being connected is still held.
