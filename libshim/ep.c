@@ -155,23 +155,28 @@ ZCX_EXPORT void zcx_ep_destroy(struct zcx_ep *ep)
 
 	if (!ep)
 		return;
+	/*
+	 * In a child of fork() the endpoint is the parent's: its mappings
+	 * were not inherited (their ranges may hold the child's own memory
+	 * by now), and its locks may be held, its condition variable waited
+	 * on, by parent threads that did not come along (destroying it would
+	 * wait for them for ever).  Only free ours.
+	 */
+	if (zcx_check_owner(ep->zcx)) {
+		zcx_list_del(&ep->link);
+		free(ep);
+		return;
+	}
 	pthread_mutex_lock(&ep->zcx->eps_lock);
 	zcx_list_del(&ep->link);
 	pthread_mutex_unlock(&ep->zcx->eps_lock);
-	/*
-	 * In a child of fork() the endpoint is the parent's and its mappings
-	 * were not inherited (their ranges may hold the child's own memory
-	 * by now): only free ours.
-	 */
-	if (!zcx_check_owner(ep->zcx)) {
-		memset(&arg, 0, sizeof(arg));
-		arg.ep = ep->idx;
-		zcx_ioctl(ep->zcx, ZCX_IOC_EP_DESTROY, &arg);
-		munmap(ep->ring, ep->ring_size);
-		for (i = 0; i < ZCX_MAX_BARRIERS; i++)
-			if (ep->bars[i].state)
-				munmap(ep->bars[i].state, sizeof(*ep->bars[i].state));
-	}
+	memset(&arg, 0, sizeof(arg));
+	arg.ep = ep->idx;
+	zcx_ioctl(ep->zcx, ZCX_IOC_EP_DESTROY, &arg);
+	munmap(ep->ring, ep->ring_size);
+	for (i = 0; i < ZCX_MAX_BARRIERS; i++)
+		if (ep->bars[i].state)
+			munmap(ep->bars[i].state, sizeof(*ep->bars[i].state));
 	pthread_cond_destroy(&ep->reaped);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);

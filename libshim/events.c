@@ -42,12 +42,14 @@ static bool zcx_ring_read(const struct zcx *zcx, uint64_t seq, struct zcx_event 
 
 ZCX_EXPORT int zcx_events_drain(struct zcx *zcx, zcx_event_fn fn, void *arg)
 {
-	uint64_t count = zcx->status->event_count, head, seq;
-	struct zcx_event ev;
 	int ret = zcx_check_owner(zcx), delivered = 0;
+	uint64_t count, head, seq;
+	struct zcx_event ev;
 
+	/* Before the status area: a child of fork() did not inherit it. */
 	if (ret)
 		return ret;
+	count = zcx->status->event_count;
 	pthread_mutex_lock(&zcx->events_lock);
 	seq = zcx->event_next;
 	head = __atomic_load_n(&zcx->status->counters.events, __ATOMIC_ACQUIRE);

@@ -123,15 +123,18 @@ ZCX_EXPORT void zcx_close(struct zcx *zcx)
 	zcx_eps_destroy(zcx);
 	zcx_mr_cache_fini(zcx);
 	/*
-	 * In a child of fork() the status area was not inherited: its range
-	 * may hold the child's own memory by now.
+	 * In a child of fork() the status area was not inherited (its range
+	 * may hold the child's own memory by now), and the locks may be held
+	 * by parent threads that did not come along.
 	 */
-	if (zcx->status && !zcx_check_owner(zcx))
-		munmap((void *)zcx->status, zcx->status_size);
+	if (!zcx_check_owner(zcx)) {
+		if (zcx->status)
+			munmap((void *)zcx->status, zcx->status_size);
+		pthread_mutex_destroy(&zcx->lock);
+		pthread_mutex_destroy(&zcx->events_lock);
+		pthread_mutex_destroy(&zcx->eps_lock);
+	}
 	close(zcx->fd);
-	pthread_mutex_destroy(&zcx->lock);
-	pthread_mutex_destroy(&zcx->events_lock);
-	pthread_mutex_destroy(&zcx->eps_lock);
 	free(zcx);
 }
 

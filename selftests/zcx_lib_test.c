@@ -9,6 +9,7 @@
  */
 #include <pthread.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -403,6 +404,134 @@ TEST(endpoint_after_fork_is_eio)
 	zcx_ep_destroy(ep);
 	zcx_close(zcx);
 	munmap(buf, 4096);
+}
+
+struct fork_waiter {
+	struct zcx_ep *ep;
+	struct zcx_req req;
+	pid_t tid;			/* __atomic, once set */
+	int ret;
+};
+
+static void *fork_wait(void *arg)
+{
+	struct fork_waiter *w = arg;
+
+	__atomic_store_n(&w->tid, (pid_t)syscall(SYS_gettid), __ATOMIC_RELEASE);
+	w->ret = zcx_wait(w->ep, &w->req);
+	return NULL;
+}
+
+/* The system call thread @tid sleeps in, or -1. */
+static long thread_syscall(pid_t tid)
+{
+	char path[64], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0 || buf[0] < '0' || buf[0] > '9')
+		return -1;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10);
+}
+
+/*
+ * Two threads wait on one endpoint: one in ZCX_IOC_ENTER, the other on
+ * the library's condition variable until the first has reaped.  A child
+ * forked then closes the inherited handle: it must return, although the
+ * child has neither thread (glibc's pthread_cond_destroy() waits for the
+ * waiters a condition variable counts, for ever in the child), and the
+ * parent's waits go on.
+ */
+TEST(close_in_a_child_forked_while_threads_wait)
+{
+	/* Both waits within the harness's timeout, on a slow guest too. */
+	unsigned int ms, limit = 4000 * zcx_test_slowdown();
+	struct zcx *zcx = open_lib(_metadata);
+	char *buf = zcx_test_anon(4096);
+	struct fork_waiter w[2] = { 0 };
+	pthread_t threads[2];
+	struct zcx_addr addr;
+	struct zcx_ep *ep;
+	long sc[2] = { -1, -1 };
+	int i, status = 0;
+	uint32_t peer;
+	pid_t pid;
+
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_ep_create(zcx, 0, 0, &ep));
+	for (i = 0; i < 2; i++) {
+		w[i].ep = ep;
+		ASSERT_EQ(0, zcx_irecv(ep, buf + 64 * i, 64, i + 1, ~0ULL, &w[i].req));
+	}
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&threads[i], NULL, fork_wait, &w[i]));
+	for (ms = 0; ms < limit; ms++) {
+		for (i = 0; i < 2; i++)
+			sc[i] = __atomic_load_n(&w[i].tid, __ATOMIC_ACQUIRE) ?
+				thread_syscall(w[i].tid) : -1;
+		if ((sc[0] == SYS_ioctl && sc[1] == SYS_futex) ||
+		    (sc[0] == SYS_futex && sc[1] == SYS_ioctl))
+			break;
+		usleep(1000);
+	}
+	ASSERT_LT(ms, limit) TH_LOG("the waiters sleep in system calls %ld and %ld", sc[0], sc[1]);
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		zcx_close(zcx);
+		_exit(0);
+	}
+	for (ms = 0; ms < limit && waitpid(pid, &status, WNOHANG) != pid; ms++)
+		usleep(1000);
+	if (ms == limit) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+	}
+	EXPECT_LT(ms, limit) TH_LOG("zcx_close() in the child did not return");
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("%#x", status);
+
+	/* The parent's waits end as usual. */
+	zcx_ep_addr(ep, &addr);
+	ASSERT_EQ(0, zcx_ep_connect(ep, &addr, &peer));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, zcx_send(ep, peer, "waited", 7, i + 1));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, pthread_join(threads[i], NULL));
+		EXPECT_EQ(0, w[i].ret);
+		EXPECT_STREQ("waited", buf + 64 * i);
+	}
+	zcx_ep_destroy(ep);
+	zcx_close(zcx);
+	munmap(buf, 4096);
+}
+
+/*
+ * A child of fork() reads no events through the parent's handle (the
+ * status area was not inherited): EIO, as the other calls.
+ */
+TEST(events_after_fork_are_eio)
+{
+	struct zcx *zcx = open_lib(_metadata);
+	struct drained d = { 0 };
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0)
+		_exit(zcx_events_drain(zcx, on_event, &d) == -EIO && !d.n ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status))
+		TH_LOG("status %#x (a signal: %d)", status, WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+	zcx_close(zcx);
 }
 
 /*
