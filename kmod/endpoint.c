@@ -836,6 +836,9 @@ int zcx_ep_enter(struct zcx_ctx *ctx, const struct zcx_enter *arg)
 		if ((ep->flags & ZCX_EP_POLL) && !READ_ONCE(ctx->poll_takers))
 			WRITE_ONCE(ctx->poll_takers, true);
 		ret = zcx_enter_take(ep, to_submit);
+		/* No room for entries the caller did not ask to take: its wait goes on. */
+		if (ret == -EBUSY && !arg->to_submit)
+			ret = 0;
 		if (ret < 0)
 			goto out;
 	}

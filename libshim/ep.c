@@ -696,7 +696,8 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 				reaped = zcx_reap_locked(ep) > 0;
 				/* Whoever waits next becomes the kernel waiter. */
 				pthread_cond_broadcast(&ep->reaped);
-				if (ret < 0 && ret != -EINTR) {
+				/* EBUSY: an older module, its thread killed, a full CQ. */
+				if (ret < 0 && ret != -EINTR && ret != -EBUSY) {
 					pthread_mutex_unlock(&ep->lock);
 					return ret;
 				}

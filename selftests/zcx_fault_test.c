@@ -644,6 +644,25 @@ static bool sq_flags_become(struct zcx_raw_ep *p, __u32 flags)
 }
 
 /*
+ * Kill the polling thread of polled endpoint @p's context, as the kernel
+ * does to end a fault it waits in for a dying process, and wait until @p
+ * reads it gone: 0, -EPERM without CAP_KILL, or -1.
+ */
+static int kill_polling_thread(struct zcx_raw_ep *p)
+{
+	pid_t thread;
+
+	if (polled_nop(p))
+		return -1;
+	thread = polling_thread();
+	if (thread <= 0)
+		return -1;
+	if (kill(thread, SIGKILL))
+		return errno == EPERM ? -EPERM : -1;
+	return sq_flags_become(p, ZCX_SQ_NEED_WAKEUP | ZCX_SQ_CPU_SHARED) ? 0 : -1;
+}
+
+/*
  * The polling thread can be killed (the kernel does, to end a fault it
  * waits in for a dying process): it then serves no more, and says so.
  * Its endpoints, and any created later, read asleep and sharing its CPU,
@@ -656,15 +675,13 @@ TEST_F_TIMEOUT(raw, killed_polling_thread_leaves_the_submissions_to_the_process,
 	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 11 };
 	struct zcx_raw_ep p, q;
 	struct zcx_cqe cqe;
-	pid_t thread;
+	int ret;
 
 	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &p));
-	ASSERT_EQ(0, polled_nop(&p));
-	thread = polling_thread();
-	ASSERT_LT(0, thread);
-	if (kill(thread, SIGKILL) && errno == EPERM)
+	ret = kill_polling_thread(&p);
+	if (ret == -EPERM)
 		SKIP(return, "no CAP_KILL");
-	ASSERT_TRUE(sq_flags_become(&p, dead)) TH_LOG("sq_flags %#x", *p.sq_flags);
+	ASSERT_EQ(0, ret) TH_LOG("sq_flags %#x", *p.sq_flags);
 
 	/* What libzcx does then: the doorbell takes the entry. */
 	zcx_raw_push(&p, &sqe);
@@ -687,6 +704,47 @@ TEST_F_TIMEOUT(raw, killed_polling_thread_leaves_the_submissions_to_the_process,
 	ASSERT_EQ(1, zcx_raw_pop(&q, &cqe));
 	EXPECT_EQ(0, cqe.res);
 	EXPECT_EQ(0, zcx_raw_ep_destroy(&q));
+	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
+}
+
+/*
+ * With the polling thread killed, a wait takes what is published; if the
+ * CQ has no room for it, the entry stays, and the wait, which took
+ * nothing it was asked to, is no failure: it returns the completions
+ * there.  It used to fail with EBUSY, and libzcx's blocking calls then
+ * returned while their requests were still owed a completion.
+ */
+TEST_F_TIMEOUT(raw, wait_with_a_full_cq_after_the_polling_thread_died, 120)
+{
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP };
+	struct zcx_raw_ep p;
+	struct zcx_cqe cqe;
+	int ret;
+	__u32 i;
+
+	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 4, &p));
+	ret = kill_polling_thread(&p);
+	if (ret == -EPERM)
+		SKIP(return, "no CAP_KILL");
+	ASSERT_EQ(0, ret) TH_LOG("sq_flags %#x", *p.sq_flags);
+
+	for (i = 0; i < p.c.cq_entries; i++) {
+		sqe.user_data = i;
+		zcx_raw_push(&p, &sqe);
+		ASSERT_EQ(1, zcx_raw_enter(&p, 1, 0, 0));
+	}
+	sqe.user_data = 100;
+	zcx_raw_push(&p, &sqe);
+	EXPECT_EQ(0, zcx_raw_enter(&p, 0, ZCX_ENTER_GETEVENTS, 1));
+	for (i = 0; i < p.c.cq_entries; i++) {
+		ASSERT_EQ(1, zcx_raw_pop(&p, &cqe));
+		EXPECT_EQ(i, cqe.user_data);
+	}
+	EXPECT_EQ(0, zcx_raw_pop(&p, &cqe));
+	/* Room now: the next wait takes it. */
+	ASSERT_EQ(1, zcx_raw_enter(&p, 0, ZCX_ENTER_GETEVENTS, 1));
+	ASSERT_EQ(1, zcx_raw_pop(&p, &cqe));
+	EXPECT_EQ(100, cqe.user_data);
 	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
 }
 
