@@ -306,7 +306,9 @@ void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
 	struct zcx_ep *ep;
 	bool used = true;
 
-	mutex_lock(&ctx->ep_mutex);
+	/* Killed meanwhile: the teardown that follows makes it leave. */
+	if (mutex_lock_killable(&ctx->ep_mutex))
+		return;
 	ep = rcu_dereference_protected(ctx->eps[ep_idx], lockdep_is_held(&ctx->ep_mutex));
 	if (ep) {
 		/* Not while a submission may be looking at it. */

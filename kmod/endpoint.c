@@ -472,8 +472,12 @@ void zcx_ep_disconnect(struct zcx_ctx *ctx, u32 ep_idx, u32 peer)
 	struct zcx_conn *conn = NULL;
 	struct zcx_ep *ep;
 
-	/* ep_mutex: a shutdown under way must not uncount it a second time. */
-	mutex_lock(&ctx->ep_mutex);
+	/*
+	 * ep_mutex: a shutdown under way must not uncount it a second time.
+	 * Killed meanwhile, we leave it to the teardown that follows.
+	 */
+	if (mutex_lock_killable(&ctx->ep_mutex))
+		return;
 	ep = rcu_dereference_protected(ctx->eps[ep_idx], lockdep_is_held(&ctx->ep_mutex));
 	if (ep) {
 		/* Submissions use connections under sq_mutex, without a reference. */

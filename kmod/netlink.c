@@ -56,6 +56,17 @@ static bool zcx_nl_visible(const struct zcx_nl_caller *caller, const struct zcx_
 }
 
 /*
+ * The number of @ctx's process in the caller's pid namespace, or 0:
+ * outside it, or exited (its number may be another process's by now; the
+ * context, still open elsewhere, let go of what it held when its address
+ * space went).
+ */
+static pid_t zcx_nl_ctx_nr(const struct zcx_ctx *ctx)
+{
+	return pid_has_task(ctx->pid, PIDTYPE_TGID) ? pid_vnr(ctx->pid) : 0;
+}
+
+/*
  * Check that process @nr (in the caller's pid namespace) has contexts and
  * that the caller may see all of them: 0, -ESRCH or -EPERM.
  */
@@ -66,7 +77,7 @@ static int zcx_nl_check_pid(const struct zcx_nl_caller *caller, pid_t nr)
 
 	lockdep_assert_held(&zcx_ctx_list_mutex);
 	list_for_each_entry(ctx, &zcx_ctx_list, list) {
-		if (pid_vnr(ctx->pid) != nr)
+		if (zcx_nl_ctx_nr(ctx) != nr)
 			continue;
 		if (!zcx_nl_visible(caller, ctx))
 			return -EPERM;
@@ -152,7 +163,7 @@ static int zcx_nl_get_stats(struct sk_buff *skb, struct genl_info *info)
 		zcx_ctx_closed_stats(&sum);
 	}
 	list_for_each_entry(ctx, &zcx_ctx_list, list) {
-		if (nr && pid_vnr(ctx->pid) != nr)
+		if (nr && zcx_nl_ctx_nr(ctx) != nr)
 			continue;
 		zcx_ctx_stats_add(ctx, &sum);
 		contexts++;
@@ -239,9 +250,9 @@ static int zcx_nl_dump_start(struct netlink_callback *cb, bool need_pid)
 static bool zcx_nl_dump_wants(const struct netlink_callback *cb,
 			      const struct zcx_nl_caller *caller, struct zcx_ctx *ctx)
 {
-	pid_t nr = pid_vnr(ctx->pid);
+	pid_t nr = zcx_nl_ctx_nr(ctx);
 
-	/* 0: the process is outside the caller's pid namespace. */
+	/* 0: the process is outside the caller's pid namespace, or gone. */
 	if (!nr || !zcx_nl_visible(caller, ctx))
 		return false;
 	return !cb->args[ZCX_NL_ARG_PID] || nr == cb->args[ZCX_NL_ARG_PID];
@@ -255,7 +266,7 @@ static void *zcx_nl_dump_put(struct sk_buff *skb, struct netlink_callback *cb, u
 
 static int zcx_nl_put_ctx(struct sk_buff *skb, struct zcx_ctx *ctx)
 {
-	if (nla_put_u32(skb, ZCX_ATTR_PID, pid_vnr(ctx->pid)) ||
+	if (nla_put_u32(skb, ZCX_ATTR_PID, zcx_nl_ctx_nr(ctx)) ||
 	    nla_put_u32(skb, ZCX_ATTR_UID, from_kuid_munged(current_user_ns(), ctx->euid)) ||
 	    nla_put_string(skb, ZCX_ATTR_COMM, ctx->comm) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_CONTEXT, ctx->id))
@@ -312,7 +323,7 @@ static int zcx_nl_put_region(struct sk_buff *skb, struct netlink_callback *cb,
 	hdr = zcx_nl_dump_put(skb, cb, ZCX_CMD_GET_REGIONS);
 	if (!hdr)
 		return -EMSGSIZE;
-	if (nla_put_u32(skb, ZCX_ATTR_PID, pid_vnr(ctx->pid)) ||
+	if (nla_put_u32(skb, ZCX_ATTR_PID, zcx_nl_ctx_nr(ctx)) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_CONTEXT, ctx->id) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_REGION_START, r->node.start) ||
 	    zcx_nl_put_u64(skb, ZCX_ATTR_REGION_LENGTH, r->node.last - r->node.start + 1) ||
@@ -502,7 +513,7 @@ static int zcx_nl_flush(struct sk_buff *skb, struct genl_info *info)
 	ret = zcx_nl_check_pid(&caller, nr);
 	if (!ret) {
 		list_for_each_entry(ctx, &zcx_ctx_list, list)
-			if (pid_vnr(ctx->pid) == nr)
+			if (zcx_nl_ctx_nr(ctx) == nr)
 				flushed += zcx_mr_evict_unused(ctx);
 	}
 	mutex_unlock(&zcx_ctx_list_mutex);

@@ -10,7 +10,8 @@
  *				their connections and barrier memberships,
  *				the polling thread.  A shutdown holds it
  *				while it waits for sq_mutex, so a system
- *				call that can fail takes it killably;
+ *				call takes it killably (an undo that is
+ *				killed leaves it to the context's teardown);
  *   zcx_ep.sq_mutex	whoever takes submissions from an endpoint's SQ
  *				(ZCX_IOC_ENTER or the polling thread), held
  *				across faults in the process's memory (as

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -352,6 +353,56 @@ TEST(bad_requests)
 	memset(&req, 0, sizeof(req));
 	zcx_nl_add(&req, ZCX_ATTR_HITS, 1, true);
 	EXPECT_EQ(-EINVAL, zcx_nl_request(ZCX_CMD_GET_STATS, false, &req, NULL, NULL));
+}
+
+/*
+ * A context whose process exited while another process holds it open (it
+ * took the descriptor) answers to that process's number no more: the
+ * number may be another process's by now, which would find the context
+ * in its way (EPERM for another user) and be counted with it.
+ */
+TEST(contexts_of_an_exited_process_answer_to_its_number_no_more)
+{
+	int fd_out[2], go[2], status, child_fd = -1, held, pidfd;
+	struct zcx_nl_msg msg;
+	pid_t child;
+	int ret;
+
+	ASSERT_EQ(0, pipe2(fd_out, O_CLOEXEC));
+	ASSERT_EQ(0, pipe2(go, O_CLOEXEC));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		int fd = zcx_test_open();
+		char c;
+
+		if (write(fd_out[1], &fd, sizeof(fd)) != sizeof(fd) || fd < 0)
+			_exit(1);
+		_exit(read(go[0], &c, 1) == 1 ? 0 : 2);
+	}
+	ASSERT_EQ(sizeof(child_fd), read(fd_out[0], &child_fd, sizeof(child_fd)));
+	ASSERT_LE(0, child_fd);
+	pidfd = pidfd_open(child, 0);
+	ASSERT_LE(0, pidfd);
+	held = pidfd_getfd(pidfd, child_fd, 0);
+	ASSERT_LE(0, held) TH_LOG("pidfd_getfd: %s", strerror(errno));
+	msg = stats_of(child, &ret);
+	EXPECT_EQ(0, ret);
+	EXPECT_EQ(1, msg.val[ZCX_ATTR_CONTEXTS]);
+
+	ASSERT_EQ(1, write(go[1], "x", 1));
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && !WEXITSTATUS(status)) TH_LOG("%#x", status);
+	/* Still open here, but of nobody's number. */
+	stats_of(child, &ret);
+	EXPECT_EQ(-ESRCH, ret);
+
+	close(held);
+	close(pidfd);
+	close(fd_out[0]);
+	close(fd_out[1]);
+	close(go[0]);
+	close(go[1]);
 }
 
 struct proc_list {
