@@ -361,15 +361,21 @@ static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe, bool
 /*
  * Unlock; if we reaped while another thread sleeps in the kernel for a
  * completion, that completion may have been its own: a NOP's completion
- * wakes it to look.
+ * wakes it to look.  With no room for the NOP, the entries that fill the
+ * SQ wake it: the kernel may not have taken them for want of the CQ room
+ * we just made, so ring for them.
  */
 static void zcx_unlock(struct zcx_ep *ep)
 {
 	static const struct zcx_sqe nop = { .opcode = ZCX_OP_NOP };
 
-	if (ep->wake_waiter && ep->kernel_waiter && !zcx_sq_full(ep)) {
-		ep->wake_waiter = false;
-		zcx_publish_locked(ep, &nop, false);
+	if (ep->wake_waiter && ep->kernel_waiter) {
+		if (!zcx_sq_full(ep)) {
+			ep->wake_waiter = false;
+			zcx_publish_locked(ep, &nop, false);
+		} else if (ep->unsubmitted) {
+			zcx_ring_doorbell_locked(ep);
+		}
 	}
 	pthread_mutex_unlock(&ep->lock);
 }
@@ -682,6 +688,9 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 			}
 		}
 		reaped = zcx_reap_locked(ep) > 0;
+		/* Without @req, room in the SQ, which another thread may have made. */
+		if (!req && !zcx_sq_full(ep))
+			reaped = true;
 		if (!reaped && !(req && req->done) && spins >= ep->spin) {
 			if (ep->kernel_waiter) {
 				pthread_cond_wait(&ep->reaped, &ep->lock);
