@@ -891,7 +891,9 @@ struct zcx_bar_join {
  * CAP_SYS_ADMIN; ZCX_CMD_FLUSH of another user's process too.
  *
  * A process is named by its pid (ZCX_ATTR_PID) in the caller's pid
- * namespace; its numbers are the sums over the contexts it opened.
+ * namespace; its numbers are the sums over the contexts it opened.  A
+ * context whose process exited (another holds it open) is named by no
+ * pid any more: only the module-wide totals count it.
  *
  * Commands (requests carry the attributes listed, replies the others):
  *  ZCX_CMD_GET_STATS	do: without ZCX_ATTR_PID the module-wide totals
