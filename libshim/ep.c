@@ -649,7 +649,8 @@ static bool zcx_cq_pending(const struct zcx_ep *ep)
 
 /*
  * Wait until @req completed or, without @req, until some completion was
- * reaped: spin on the CQ first, then sleep in the kernel.
+ * reaped or the SQ has room: spin on the CQ first, then sleep in the
+ * kernel.
  */
 static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 {
@@ -688,7 +689,7 @@ static int zcx_wait_for(struct zcx_ep *ep, struct zcx_req *req)
 			}
 		}
 		reaped = zcx_reap_locked(ep) > 0;
-		/* Without @req, room in the SQ, which another thread may have made. */
+		/* Without @req: room in the SQ, which another thread may have made. */
 		if (!req && !zcx_sq_full(ep))
 			reaped = true;
 		if (!reaped && !(req && req->done) && spins >= ep->spin) {
