@@ -37,7 +37,10 @@ int zcx_open(struct zcx **zcx, unsigned int flags);
 
 /*
  * Close the handle; NULL is ignored.  Endpoints still open are destroyed
- * (their handles become invalid), registrations released.
+ * (their handles become invalid), registrations released.  In a child of
+ * fork() it only frees the child's copy of the parent's handle and
+ * endpoints and closes the descriptor: it takes none of their locks,
+ * which threads that did not come along may hold.
  */
 void zcx_close(struct zcx *zcx);
 
