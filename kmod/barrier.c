@@ -346,13 +346,19 @@ int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 	ep = zcx_ep_get(ctx, (offset >> ZCX_MMAP_EP_SHIFT) - 1);
 	if (!ep)
 		return -EINVAL;
-	set_bit(idx, ep->bars_used);
-	/* Used before looked at: zcx_bar_detach() sees it, or we see no barrier. */
-	smp_mb__after_atomic();
 	rcu_read_lock();
-	bar = READ_ONCE(ep->bars[idx]);
-	if (bar && !kref_get_unless_zero(&bar->ref))
-		bar = NULL;
+	/*
+	 * Marked used only if a barrier is there: a stray mmap() of a free
+	 * number must not keep a join there later from being undone.
+	 */
+	bar = smp_load_acquire(&ep->bars[idx]);
+	if (bar) {
+		set_bit(idx, ep->bars_used);
+		/* Used, then looked at again: zcx_bar_detach() sees it, or we see it gone. */
+		smp_mb__after_atomic();
+		if (READ_ONCE(ep->bars[idx]) != bar || !kref_get_unless_zero(&bar->ref))
+			bar = NULL;
+	}
 	rcu_read_unlock();
 	zcx_ep_put(ep);
 	if (!bar)

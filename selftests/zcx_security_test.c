@@ -1100,6 +1100,45 @@ TEST_F(undo, join_leaves_the_barrier_whole)
 }
 
 /*
+ * An mmap() of a barrier number that has no barrier fails, and marks
+ * nothing: a join undone there later still gives its place back.  The
+ * offsets are opaque; those of a's first two barriers show the step to
+ * the third.
+ */
+TEST_F(undo, join_after_a_stray_mmap_leaves_the_barrier_whole)
+{
+	struct zcx_bar_create own = { .ep = self->a.c.ep, .nprocs = 1 };
+	struct zcx_bar_create bc = { .ep = self->p.c.ep, .nprocs = 2 };
+	struct zcx_bar_join bj = { .ep = self->a.c.ep };
+	const struct zcx_bar_state *bar;
+	uint64_t first, third;
+	void *ro;
+
+	ASSERT_EQ(0, zcx_test_ioctl(self->ta.fd, ZCX_IOC_BAR_CREATE, &own));
+	first = own.mmap_offset;
+	ASSERT_EQ(0, zcx_test_ioctl(self->ta.fd, ZCX_IOC_BAR_CREATE, &own));
+	third = own.mmap_offset + (own.mmap_offset - first);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->ta.fd, third));
+	EXPECT_EQ(EINVAL, errno);
+
+	ASSERT_EQ(0, zcx_test_ioctl(self->tb.fd, ZCX_IOC_BAR_CREATE, &bc));
+	bar = mmap(NULL, 4096, PROT_READ, MAP_SHARED, self->tb.fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, bar);
+	bj.addr = bc.addr;
+	ro = ro_arg(&bj, sizeof(bj));
+	ASSERT_NE(NULL, ro);
+	EXPECT_EQ(-EFAULT, zcx_test_ioctl(self->ta.fd, ZCX_IOC_BAR_JOIN, ro));
+	munmap(ro, 4096);
+	EXPECT_EQ(0, __atomic_load_n(&bar->broken, __ATOMIC_ACQUIRE));
+	/* The undone join had the third number, which is free again. */
+	EXPECT_EQ(0, zcx_test_ioctl(self->ta.fd, ZCX_IOC_BAR_JOIN, &bj));
+	EXPECT_EQ(2, bj.bar);
+	EXPECT_EQ(third, bj.mmap_offset);
+	EXPECT_EQ(0, __atomic_load_n(&bar->broken, __ATOMIC_ACQUIRE));
+	munmap((void *)bar, 4096);
+}
+
+/*
  * A connection whose connect cannot write its number back, but that
  * another thread submitted on already (numbers are predictable: the
  * lowest free), stays: the send queued through it at the peer is the
