@@ -21,7 +21,12 @@
  *     exposed slot, and after the barrier finds its own slot there;
  *   5 a process of the client's node killed while 64 MiB reach it: the
  *     server's send fails with ECONNRESET, nothing hangs;
- *   6 the client's node drops off the network without a disconnect (the
+ *   6 the server's address moves to another MAC (the client's neighbour
+ *     entry for it changes, and changes back): the client's connection
+ *     to it goes (its sends fail with ECONNRESET) instead of sending on
+ *     to the old MAC, and a new connection carries a message.  Skipped
+ *     without IFNAME or ip(8);
+ *   7 the client's node drops off the network without a disconnect (the
  *     client makes its link IFNAME drop every frame it sends: tc's netem,
  *     100% loss): the receive waiting on each side fails with ECONNRESET
  *     once zcx_ib's keepalive finds the peer gone.  Skipped without
@@ -33,6 +38,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -406,7 +412,92 @@ static int barriers(struct side *s, double *us, const char **what)
 	return ret;
 }
 
-/* --- case 6: the client's node drops off the network --------------------------- */
+/* --- case 6: the server's address moves to another MAC --------------------------- */
+
+/* Wait for @req until @end (ns): 0 if it completed, its status in *@status. */
+static int wait_until(struct side *s, struct zcx_req *req, uint64_t end, int *status)
+{
+	struct timespec tick = { 0, 1000000 };
+	int ret;
+
+	while ((ret = zcx_test(s->ep, req)) == 0 && now_ns() < end)
+		nanosleep(&tick, NULL);
+	if (ret == 1)
+		*status = req->status;
+	return ret == 1 ? 0 : ret ? ret : -ETIME;
+}
+
+/*
+ * The client points its neighbour entry for the server's address (on
+ * @ifname) at another MAC and back, as when an address moves between
+ * NICs, then sends on its connection until a send fails: ECONNRESET is
+ * what must come (rdma_cm's UNREACHABLE), not a success for WAIT_MS.
+ * Then it connects again and sends the server a message on the new
+ * connection.  0, 1 if the entry could not be changed, or -errno.
+ */
+static int peer_moved(struct side *s, const char *ifname, double *secs)
+{
+	static const unsigned char hello[8] = "moved!!";
+	unsigned char got[8] = { 0 };
+	char ip[INET6_ADDRSTRLEN], cmd[640], moved = 'n';
+	struct zcx_req req = { 0 };
+	int ret = 0, status = 0;
+	uint64_t t, end;
+
+	if (server) {
+		/*
+		 * Posted once the client connected again: the old connection's
+		 * end may make the receives waiting here fail (the last
+		 * connection to the endpoint went).
+		 */
+		if (get_file("moved", &moved, 1))
+			return -EPIPE;
+		if (moved == 'n')
+			return 1;
+		if (moved != 'y')
+			return -ECONNREFUSED;
+		ret = zcx_irecv(s->ep, got, sizeof(got), 62, UINT64_MAX, &req);
+		if (!ret)
+			ret = wait_until(s, &req, now_ns() + WAIT_MS * 1000000ULL, &status);
+		if (!ret)
+			ret = status;
+		if (!ret && (req.len != sizeof(hello) || memcmp(got, hello, sizeof(hello))))
+			ret = -EBADMSG;
+		return ret;
+	}
+	if (!inet_ntop(s->peer_addr.family, s->peer_addr.ip, ip, sizeof(ip)))
+		return -errno;
+	/* The peer's MAC as the entry has it, a made-up one, and back. */
+	snprintf(cmd, sizeof(cmd),
+		 "mac=$(ip neigh show to '%s' dev '%s' | sed -n 's/.* lladdr \\([0-9a-f:]*\\).*/\\1/p') && "
+		 "[ -n \"$mac\" ] && "
+		 "ip neigh replace '%s' dev '%s' lladdr 02:00:00:00:00:7a nud permanent && "
+		 "ip neigh replace '%s' dev '%s' lladdr \"$mac\" nud reachable",
+		 ip, ifname, ip, ifname, ip, ifname);
+	if (system(cmd)) {
+		put_file("moved", &moved, 1);
+		return 1;
+	}
+	t = now_ns();
+	end = t + WAIT_MS * 1000000ULL;
+	do {
+		ret = zcx_isend(s->ep, s->peer, hello, sizeof(hello), 61, &req);
+		if (!ret)
+			ret = wait_until(s, &req, end, &status);
+	} while (!ret && !status && now_ns() < end);
+	*secs = (now_ns() - t) / 1e9;
+	if (!ret)
+		ret = status == -ECONNRESET ? 0 : status ? status : -ETIME;
+	/* Connected again, the server waits for a message; tell it either way. */
+	moved = zcx_ep_connect(s->ep, &s->peer_addr, &s->peer) ? 'f' : 'y';
+	if (put_file("moved", &moved, 1) ||
+	    (moved == 'y' && zcx_send(s->ep, s->peer, hello, sizeof(hello), 62)) ||
+	    moved != 'y')
+		ret = ret ? ret : -EPIPE;
+	return ret;
+}
+
+/* --- case 7: the client's node drops off the network --------------------------- */
 
 /*
  * Post a receive no message will match, cut the client's link (@ifname)
@@ -571,7 +662,7 @@ int main(int argc, char **argv)
 	server = !strcmp(argv[1], "server");
 	dir = argv[2];
 	ifname = argc == 4 ? argv[3] : NULL;
-	printf("TAP version 13\n1..6\n");
+	printf("TAP version 13\n1..7\n");
 
 	ret = server ? side_up(&s, "server.addr", "client.addr") :
 		       side_up(&s, "client.addr", "server.addr");
@@ -610,6 +701,21 @@ int main(int argc, char **argv)
 	    res, zcx_strerror(res), verdict == 'm' ? "midway" : verdict == 'c' ?
 	    "after the transfer" : "before anything came");
 	failed += !ok;
+
+	if (!ifname) {
+		tap(true, "peer_moved", "SKIP no IFNAME");
+	} else {
+		ret = peer_moved(&s, ifname, &us8);
+		if (ret == 1)
+			tap(true, "peer_moved", "SKIP no neighbour entry to change");
+		else if (server)
+			tap(!ret, "peer_moved", "%s: a message on the client's new connection",
+			    zcx_strerror(ret));
+		else
+			tap(!ret, "peer_moved", "%s: the send failed after %.2f s", zcx_strerror(ret),
+			    us8);
+		failed += ret < 0;
+	}
 
 	if (!ifname) {
 		tap(true, "node_lost", "SKIP no IFNAME to take down");

@@ -563,15 +563,25 @@ static int zcx_ib_cm_handler(struct rdma_cm_id *id, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		/* A passive connection that never came up goes. */
-		if (conn->passive)
+		if (conn->passive) {
 			zcx_ib_conn_schedule_kill(conn);
-		else if (ev->event == RDMA_CM_EVENT_REJECTED)
+			break;
+		}
+		if (ev->event == RDMA_CM_EVENT_REJECTED)
 			zcx_ib_connect_done(conn, -ECONNREFUSED);
 		else if (ev->event == RDMA_CM_EVENT_CONNECT_ERROR)
 			zcx_ib_connect_done(conn, -ECONNRESET);
 		else
 			zcx_ib_connect_done(conn, ev->status == -ETIMEDOUT ? -ETIMEDOUT :
 						  -EHOSTUNREACH);
+		/*
+		 * Also after connecting: on RoCE, rdma_cm reports UNREACHABLE
+		 * when the peer's address moved to another MAC (a neighbour
+		 * update), which the queue pair's packets do not follow.  The
+		 * connection goes, as on a disconnect; a new one finds the
+		 * new MAC.  (Connecting, zcx_ib_connect() tears down too.)
+		 */
+		zcx_ib_conn_schedule_kill(conn);
 		break;
 	case RDMA_CM_EVENT_DISCONNECTED:
 	case RDMA_CM_EVENT_DEVICE_REMOVAL:
