@@ -130,9 +130,15 @@ $(VLIB_SO): $(TOP)/libshim/verbs.c $(TOP)/libshim/libzcx-verbs.map $(LIB_HDRS) $
 	ln -sf libzcx-verbs.so.$(SOVERSION) $(BUILD)/lib/libzcx-verbs.so
 
 # The interposer carries everything it needs: LD_PRELOAD=it, nothing else.
-$(VLIB_PRELOAD): $(TOP)/libshim/verbs_preload.c $(TOP)/libshim/verbs.c $(LIB_SRCS) $(LIB_HDRS)
+# It needs libibverbs itself (dlsym(RTLD_NEXT) finds the real calls only
+# in what loaded at start, and a program may dlopen() verbs privately),
+# and exports only the calls it interposes.
+$(VLIB_PRELOAD): $(TOP)/libshim/verbs_preload.c $(TOP)/libshim/verbs.c $(LIB_SRCS) $(LIB_HDRS) \
+		$(TOP)/libshim/libzcx-verbs-preload.map
 	$(CC) $(LIB_CFLAGS) $(LDFLAGS) -shared -o $@ $(TOP)/libshim/verbs_preload.c \
-		$(TOP)/libshim/verbs.c $(LIB_SRCS) -libverbs -ldl
+		$(TOP)/libshim/verbs.c $(LIB_SRCS) \
+		-Wl,--version-script=$(TOP)/libshim/libzcx-verbs-preload.map \
+		-Wl,--push-state,--no-as-needed -libverbs -Wl,--pop-state -ldl
 
 # --- libzcx-pmix (needs libpmix-dev) ---------------------------------------
 

@@ -32,7 +32,7 @@ ZCX_EXPORT int zcx_monitor_add(struct zcx *zcx, const void *addr, size_t len, ui
 	add.addr = (uintptr_t)addr;
 	add.length = len;
 	add.cookie = cookie;
-	ret = zcx_ioctl(zcx, ZCX_IOC_MON_ADD, &add);
+	ret = zcx_ioctl_pinning(zcx, ZCX_IOC_MON_ADD, &add);
 	if (ret) {
 		free(mon);
 		return ret;

@@ -112,9 +112,9 @@ static unsigned int zcx_mr_trim(struct zcx *zcx, size_t keep)
 }
 
 /*
- * An ioctl that pins: on ENOMEM, once more after releasing our unused
- * entries, which the module counts as in use and may be what fills its
- * cache or the memlock limit.
+ * An ioctl that takes a cache entry of the module (and may pin): on
+ * ENOMEM, once more after releasing our unused entries, which the module
+ * counts as in use and may be what fills its cache or the memlock limit.
  */
 int zcx_ioctl_pinning(struct zcx *zcx, unsigned long cmd, void *arg)
 {

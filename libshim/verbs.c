@@ -199,8 +199,8 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 			     struct ibv_mr **out)
 {
 	uintptr_t key = (uintptr_t)addr;
+	struct zcx_vmr *e, *other;
 	struct zcx_list dead;
-	struct zcx_vmr *e;
 	int ret;
 
 	*out = NULL;
@@ -239,8 +239,16 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 		return ret;
 	}
 	e->mr = c->attr.reg_mr(c->pd, addr, len, access);
-	if (!e->mr) {
-		ret = errno ? -errno : -ENOMEM;
+	ret = e->mr ? 0 : errno ? -errno : -ENOMEM;
+	/*
+	 * Released MRs still pin their pages: they may be what fills the
+	 * memlock limit or the device.  Let them go and try once more.
+	 */
+	if ((ret == -ENOMEM || ret == -EAGAIN) && zcx_verbs_cache_flush(c) > 0) {
+		e->mr = c->attr.reg_mr(c->pd, addr, len, access);
+		ret = e->mr ? 0 : errno ? -errno : -ENOMEM;
+	}
+	if (ret) {
 		zcx_monitor_del(c->zcx, e->mon);
 		free(e);
 		return ret;
@@ -252,11 +260,24 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 	e->in_keys = true;
 
 	pthread_mutex_lock(&c->lock);
+	c->stats.misses++;
+	/* Another thread may have registered the same range meanwhile: one stays. */
+	other = lookup(c, key, len, access);
+	if (other) {
+		if (!other->refs++)
+			zcx_list_del(&other->link);
+		c->stats.deregistered++;
+		pthread_mutex_unlock(&c->lock);
+		c->attr.dereg_mr(e->mr);
+		zcx_monitor_del(c->zcx, e->mon);
+		free(e);
+		*out = other->mr;
+		return 0;
+	}
 	e->key_next = c->keys[key_bucket(c, key, len, access)];
 	c->keys[key_bucket(c, key, len, access)] = e;
 	e->mr_next = c->mrs[mr_bucket(c, e->mr)];
 	c->mrs[mr_bucket(c, e->mr)] = e;
-	c->stats.misses++;
 	c->stats.entries++;
 	c->stats.bytes += len;
 	pthread_mutex_unlock(&c->lock);
@@ -344,8 +365,16 @@ ZCX_EXPORT int zcx_verbs_cache_create(struct zcx *zcx, struct ibv_pd *pd,
 				      struct zcx_verbs_cache **out)
 {
 	struct zcx_verbs_cache *c;
+	struct zcx_query q;
+	int ret;
 
 	*out = NULL;
+	/* Without monitors every registration would fail, later. */
+	ret = zcx_query(zcx, &q);
+	if (ret)
+		return ret;
+	if (!(q.features & ZCX_FEATURE_MONITOR))
+		return -EOPNOTSUPP;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;

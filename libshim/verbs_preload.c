@@ -11,19 +11,21 @@
  *
  * Limits: without /dev/zcx (or a module without monitors) every call
  * passes straight through, and so does anything the cache cannot take
- * (on-demand paging, a full module); MRs registered with other calls
- * (ibv_reg_dmabuf_mr, ...) are not cached; ibv_rereg_mr() on a cached
- * MR fails with IBV_REREG_MR_ERR_INPUT; a released MR stays registered,
+ * (on-demand paging, memory-window binding, a full module); MRs
+ * registered with other calls (ibv_reg_dmabuf_mr, ...) are not cached;
+ * ibv_rereg_mr() on a cached MR fails with IBV_REREG_MR_ERR_INPUT
+ * (EINVAL); callers registering the same range share one MR, with its
+ * lkey and rkey; a released MR stays registered,
  * rkey included, while cached; in a child of fork() everything passes
  * through; the cache holds up to ZCX_PRELOAD_ENTRIES MRs per PD (env,
  * default 1024).  ZCX_PRELOAD_STATS=1 prints each cache's statistics to
  * stderr when its PD is deallocated.
  */
-#include <stdio.h>
 #define _GNU_SOURCE	/* RTLD_NEXT */
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "zcx_verbs.h"
@@ -44,6 +46,7 @@ static struct ibv_mr *(*real_reg_mr_iova2)(struct ibv_pd *, void *, size_t, uint
 					   unsigned int);
 static int (*real_dereg_mr)(struct ibv_mr *);
 static int (*real_dealloc_pd)(struct ibv_pd *);
+static int (*real_rereg_mr)(struct ibv_mr *, int, struct ibv_pd *, void *, size_t, int);
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -67,6 +70,7 @@ static void init(void)
 	real_reg_mr_iova2 = dlsym(RTLD_NEXT, "ibv_reg_mr_iova2");
 	real_dereg_mr = dlsym(RTLD_NEXT, "ibv_dereg_mr");
 	real_dealloc_pd = dlsym(RTLD_NEXT, "ibv_dealloc_pd");
+	real_rereg_mr = dlsym(RTLD_NEXT, "ibv_rereg_mr");
 	pthread_atfork(NULL, NULL, in_child);
 	if (zcx_open(&zcx, 0))
 		zcx = NULL;	/* no module: pass everything through */
@@ -120,15 +124,17 @@ static struct zcx_verbs_cache *cache_of(struct ibv_pd *pd)
 
 /*
  * Through the cache when it can take the registration; otherwise (on-
- * demand paging pins nothing, the module may be out of entries) the real
- * call, which also gives a genuine verbs failure its own errno.
+ * demand paging pins nothing; memory windows bound to an MR would keep a
+ * cached one from being deregistered; the module may be out of entries)
+ * the real call, which also gives a genuine verbs failure its own errno.
  */
 static struct ibv_mr *cached_reg(struct zcx_verbs_cache *cache, struct ibv_pd *pd, void *addr,
 				 size_t len, int access)
 {
 	struct ibv_mr *mr;
 
-	if (!(access & IBV_ACCESS_ON_DEMAND) && !zcx_verbs_reg(cache, addr, len, access, &mr))
+	if (!(access & (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND)) &&
+	    !zcx_verbs_reg(cache, addr, len, access, &mr))
 		return mr;
 	return reg_mr_underneath(pd, addr, len, access);
 }
@@ -166,15 +172,13 @@ ZCX_INTERPOSE int ibv_dereg_mr(struct ibv_mr *mr)
 ZCX_INTERPOSE int ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 			       size_t len, int access)
 {
-	static int (*real_rereg_mr)(struct ibv_mr *, int, struct ibv_pd *, void *, size_t, int);
 	struct zcx_verbs_cache *cache = cache_of(mr->pd);
 
-	if (cache && zcx_verbs_owns(cache, mr))
+	if ((cache && zcx_verbs_owns(cache, mr)) || !real_rereg_mr) {
+		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
-	if (!real_rereg_mr)
-		real_rereg_mr = dlsym(RTLD_NEXT, "ibv_rereg_mr");
-	return real_rereg_mr ? real_rereg_mr(mr, flags, pd, addr, len, access) :
-			       IBV_REREG_MR_ERR_INPUT;
+	}
+	return real_rereg_mr(mr, flags, pd, addr, len, access);
 }
 
 ZCX_INTERPOSE int ibv_dealloc_pd(struct ibv_pd *pd)
@@ -182,6 +186,9 @@ ZCX_INTERPOSE int ibv_dealloc_pd(struct ibv_pd *pd)
 	int i;
 
 	pthread_once(&once, init);
+	/* A forked child's caches are the parent's, locks and all. */
+	if (!zcx || !zcx_owned(zcx))
+		return real_dealloc_pd ? real_dealloc_pd(pd) : EINVAL;
 	pthread_mutex_lock(&lock);
 	for (i = 0; i < MAX_PDS; i++) {
 		if (caches[i].pd == pd) {

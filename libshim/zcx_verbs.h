@@ -14,7 +14,10 @@
  * zcx_verbs_cache_progress(), not on the hit path.
  *
  * Every successful zcx_verbs_reg() needs one zcx_verbs_dereg(); released
- * MRs stay cached until a limit needs the room.  A cached MR stays
+ * MRs stay cached until a limit needs the room, or until a registration
+ * fails for room (ENOMEM, EAGAIN: the memlock limit, the device), which
+ * then deregisters them and tries once more.  Callers asking for the same
+ * range and access share one MR, lkey and rkey included.  A cached MR stays
  * registered, rkey included: do not hand out the rkey of memory whose
  * remote access you meant to revoke by releasing it (flush instead).
  * Each MR takes one monitor, i.e. one of the zcx context's cache_entries.  A cache may be used by
@@ -36,8 +39,9 @@ struct zcx_verbs_cache;
 
 /**
  * struct zcx_verbs_cache_attr - limits and hooks of a cache.
- * @max_entries:	cached MRs at most (0: 1024; at most 2^20, else -EINVAL).
- * @max_bytes:		registered bytes at most (0: no limit).
+ * @max_entries:	cached MRs at most (0: 1024; at most 2^20, else -EINVAL);
+ *			MRs in use are never evicted, so they may exceed it.
+ * @max_bytes:		registered bytes at most, as @max_entries (0: no limit).
  * @reg_mr:		registers an MR (NULL: ibv_reg_mr); for interposers
  *			that must reach the real function.
  * @dereg_mr:		deregisters one (NULL: ibv_dereg_mr).
@@ -64,7 +68,10 @@ struct zcx_verbs_stats {
 	uint64_t entries, bytes;
 };
 
-/* @zcx must outlive the cache.  @attr may be NULL for the defaults. */
+/*
+ * @zcx must outlive the cache.  @attr may be NULL for the defaults.
+ * -EOPNOTSUPP if the module has no monitors (ZCX_FEATURE_MONITOR).
+ */
 int zcx_verbs_cache_create(struct zcx *zcx, struct ibv_pd *pd,
 			   const struct zcx_verbs_cache_attr *attr,
 			   struct zcx_verbs_cache **cache);

@@ -6,7 +6,9 @@
  * registration (munmap + mmap, madvise, mremap, brk, shmdt + shmat, fork,
  * remapping by another thread).  The NIC (rxe) reads through the pages the
  * MR pinned, so a stale MR shows up as old bytes at the destination.
- * Also: hits without registering again, and the cache's limits.
+ * Also: hits without registering again, and the cache's limits; and,
+ * with hooks standing in for a device, a registration refused for room
+ * and two threads registering one range at once.
  */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -577,6 +579,159 @@ TEST_F_TIMEOUT(verbs, sizes, SLOW_TIMEOUT)
 		reg_delivers(_metadata, self, self->cache, buf, cases[i].len);
 		munmap(map, map_len);
 	}
+}
+
+/*
+ * The cache's own logic, with registration hooks standing in for a
+ * device (no RDMA device needed): they count the MRs alive, refuse to go
+ * past fake.room bytes with ENOMEM, as a memlock limit would, and with
+ * fake.meet set make two registrations wait for each other inside.
+ */
+static struct {
+	pthread_mutex_t lock;
+	size_t room, used;
+	int alive;
+	pthread_barrier_t *meet;
+} fake = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static struct ibv_mr *fake_reg(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	struct ibv_mr *mr = NULL;
+
+	(void)access;
+	if (fake.meet)
+		pthread_barrier_wait(fake.meet);
+	pthread_mutex_lock(&fake.lock);
+	if (fake.room && fake.used + len > fake.room) {
+		errno = ENOMEM;
+	} else {
+		mr = calloc(1, sizeof(*mr));
+		if (mr) {
+			mr->pd = pd;
+			mr->addr = addr;
+			mr->length = len;
+			fake.used += len;
+			fake.alive++;
+		}
+	}
+	pthread_mutex_unlock(&fake.lock);
+	return mr;
+}
+
+static int fake_dereg(struct ibv_mr *mr)
+{
+	pthread_mutex_lock(&fake.lock);
+	fake.used -= mr->length;
+	fake.alive--;
+	pthread_mutex_unlock(&fake.lock);
+	free(mr);
+	return 0;
+}
+
+FIXTURE(fake) {
+	struct zcx *zcx;
+	struct zcx_verbs_cache *cache;
+	char *buf;
+	long page;
+};
+
+FIXTURE_SETUP(fake)
+{
+	struct zcx_verbs_cache_attr attr = { .reg_mr = fake_reg, .dereg_mr = fake_dereg };
+
+	self->page = sysconf(_SC_PAGESIZE);
+	fake.room = 0;
+	fake.used = 0;
+	fake.alive = 0;
+	fake.meet = NULL;
+	self->buf = zcx_test_anon(4 * self->page);
+	ASSERT_NE(NULL, self->buf);
+	ASSERT_EQ(0, zcx_open(&self->zcx, 0));
+	/* The hooks never look at the PD. */
+	ASSERT_EQ(0, zcx_verbs_cache_create(self->zcx, (struct ibv_pd *)&fake, &attr,
+					    &self->cache));
+}
+
+FIXTURE_TEARDOWN(fake)
+{
+	zcx_verbs_cache_destroy(self->cache);
+	EXPECT_EQ(0, fake.alive);
+	zcx_close(self->zcx);
+	munmap(self->buf, 4 * self->page);
+}
+
+/*
+ * A registration refused for room (ENOMEM) while released MRs hold it
+ * succeeds: they go, and it is tried again.
+ */
+TEST_F(fake, released_mrs_give_way_to_a_new_one)
+{
+	struct ibv_mr *mr, *refused;
+	struct zcx_verbs_stats st;
+
+	fake.room = 3 * self->page;
+	ASSERT_EQ(0, zcx_verbs_reg(self->cache, self->buf, 2 * self->page, SRC_ACCESS, &mr));
+	ASSERT_EQ(0, zcx_verbs_dereg(self->cache, mr));
+	EXPECT_EQ(1, fake.alive);	/* released, still cached */
+	ASSERT_EQ(0, zcx_verbs_reg(self->cache, self->buf + 2 * self->page, 2 * self->page,
+				   SRC_ACCESS, &mr));
+	EXPECT_EQ(self->buf + 2 * self->page, mr->addr);
+	EXPECT_EQ(1, fake.alive);
+	ASSERT_EQ(0, zcx_verbs_stats(self->cache, &st));
+	EXPECT_EQ(1, st.deregistered);
+	EXPECT_EQ(1, st.entries);
+	EXPECT_EQ(0, zcx_verbs_dereg(self->cache, mr));
+	/* With nothing released to let go, the refusal stands. */
+	ASSERT_EQ(0, zcx_verbs_reg(self->cache, self->buf, 2 * self->page, SRC_ACCESS, &mr));
+	EXPECT_EQ(-ENOMEM, zcx_verbs_reg(self->cache, self->buf + 2 * self->page, 2 * self->page,
+					 SRC_ACCESS, &refused));
+	ASSERT_EQ(0, zcx_verbs_dereg(self->cache, mr));
+}
+
+struct reg_arg {
+	struct zcx_verbs_cache *cache;
+	void *addr;
+	size_t len;
+	struct ibv_mr *mr;
+	int ret;
+};
+
+static void *reg_thread(void *p)
+{
+	struct reg_arg *a = p;
+
+	a->ret = zcx_verbs_reg(a->cache, a->addr, a->len, SRC_ACCESS, &a->mr);
+	return NULL;
+}
+
+/* Two threads missing on one range at once end up sharing one MR. */
+TEST_F(fake, concurrent_misses_share_one_mr)
+{
+	struct reg_arg a = { .cache = self->cache, .addr = self->buf, .len = 2 * self->page };
+	struct reg_arg b = a;
+	pthread_barrier_t meet;
+	struct zcx_verbs_stats st;
+	pthread_t t;
+
+	ASSERT_EQ(0, pthread_barrier_init(&meet, NULL, 2));
+	fake.meet = &meet;
+	ASSERT_EQ(0, pthread_create(&t, NULL, reg_thread, &a));
+	reg_thread(&b);
+	pthread_join(t, NULL);
+	fake.meet = NULL;
+	pthread_barrier_destroy(&meet);
+	ASSERT_EQ(0, a.ret);
+	ASSERT_EQ(0, b.ret);
+	EXPECT_EQ(a.mr, b.mr);
+	EXPECT_EQ(1, fake.alive);
+	ASSERT_EQ(0, zcx_verbs_stats(self->cache, &st));
+	EXPECT_EQ(1, st.entries);
+	EXPECT_EQ(2, st.misses);
+	EXPECT_EQ(1, st.deregistered);
+	EXPECT_EQ(0, zcx_verbs_dereg(self->cache, a.mr));
+	EXPECT_EQ(0, zcx_verbs_dereg(self->cache, b.mr));
+	/* Released twice over: a third is refused. */
+	EXPECT_EQ(-EINVAL, zcx_verbs_dereg(self->cache, a.mr));
 }
 
 ZCX_TEST_HARNESS_MAIN
