@@ -164,9 +164,10 @@ void zcx_op_pulled(struct zcx_op *recv, int res, u64 len, u64 tag);
 /**
  * struct zcx_accepted - a backend's connection into a local endpoint.
  * @link:	on the endpoint's list; zcx.ko's.
- * @gone:	called once, under a mutex (so it must not sleep), when the
- *		endpoint is destroyed: the backend tears the connection down
- *		and calls zcx_ep_unaccept().
+ * @gone:	called once, under the endpoint's match_mutex (so it must
+ *		not wait long nor take zcx.ko's locks), when the endpoint
+ *		is destroyed: the backend has the connection torn down
+ *		(zcx_ib: queued) and calls zcx_ep_unaccept().
  *
  * zcx_ep_accept() counts the connection as one of the endpoint's senders,
  * and zcx_ep_unaccept() as one less: when the last goes, the receives

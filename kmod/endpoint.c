@@ -3,7 +3,7 @@
  * endpoint.c - endpoints: their mapped rings, addresses and connections,
  * the doorbell (ZCX_IOC_ENTER), completions, and the polling thread.
  *
- * The rings live in one vmalloc_user() area per endpoint that the process
+ * The rings live in one zeroed vmalloc area per endpoint that the process
  * maps shared.  Userspace owns sq_tail and cq_head; the kernel owns the
  * rest, keeps its own copies of everything it relies on (masks, heads,
  * tails) and treats what it reads from the mapping as untrusted: a process

@@ -211,7 +211,7 @@ struct zcx_mm_contexts;
  * @max_entries: per-context limit on @nregions.
  * @max_bytes:	per-context limit on @pinned in bytes, 0 for none.
  * @free_slots: stack of free slot numbers, @nfree of them.
- * @status:	the status area (vmalloc_user), @status_size bytes.
+ * @status:	the status area (vmalloc, zeroed), @status_size bytes.
  * @gens:	its generation words.
  * @events:	its event ring.
  * @read_mutex:	serialises read().
@@ -334,7 +334,7 @@ struct zcx_barrier;
  *		received from another node, their buffers, a PUT or GET
  *		served) is charged to it, not to the node.
  * @flags:	ZCX_EP_*.
- * @ring:	the mapped memory (vmalloc_user), @ring_size bytes: @hdr,
+ * @ring:	the mapped memory (vmalloc, zeroed), @ring_size bytes: @hdr,
  *		then @sqes, then @cqes.
  * @sq_mask:	@sq_entries - 1, the kernel's own copy.
  * @cq_mask:	@cq_entries - 1, the kernel's own copy.

@@ -20,7 +20,10 @@
  *          processes (but a connection that another thread has submitted
  *          on already stays until its endpoint goes, and a barrier
  *          membership that another thread used already leaves, which
- *          breaks the barrier);
+ *          breaks the barrier; an undone connection to another node ends
+ *          as a closed one, which fails the peer's posted receives if it
+ *          was the last connected to it); ZCX_IOC_MR_REG leaves the new
+ *          region cached unused, and ZCX_IOC_LIMITS the limits applied;
  *  EINVAL  wrong size, unknown flag, non-zero reserved field;
  *  EIO     the file was opened by another process: a context belongs to
  *          the address space (mm) of the process that opened /dev/zcx, so
@@ -239,8 +242,9 @@ struct zcx_mon_add {
 /**
  * struct zcx_limits - ZCX_IOC_LIMITS: this context's cache limits.
  * @flags:		in: ZCX_LIMIT_SET_* selecting what to change; 0 reads.
- * @cache_entries:	in/out: regions at most, 1 to the module's
- *			cache_entries.
+ * @cache_entries:	in/out: regions at most, 1 to the context's
+ *			status.gen_count (the module's cache_entries when
+ *			it was opened).
  * @cache_bytes:	in/out: pinned bytes at most, 0 for RLIMIT_MEMLOCK
  *			only.
  * @reserved:		in: must be zero; out: zero.
@@ -262,7 +266,9 @@ struct zcx_limits {
 
 /*
  * Status area: mmap(NULL, status.size, PROT_READ, MAP_SHARED, fd,
- * ZCX_MMAP_STATUS), read-only and not inherited by fork().  Map the first
+ * ZCX_MMAP_STATUS), read-only and not inherited by fork() (unless the
+ * process undoes that with madvise(MADV_DOFORK); a child still cannot
+ * use the context, whose system calls fail there with EIO).  Map the first
  * page, read @size, then map the whole.  Counters are written by the
  * kernel with plain stores; read them with relaxed loads, except
  * @events, the event ring's head, which the kernel publishes with a
@@ -789,7 +795,8 @@ struct zcx_unexpose {
  * struct zcx_bar_state - a barrier's state page, shared by its members:
  *		mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
  *		mmap_offset of ZCX_IOC_BAR_CREATE or ZCX_IOC_BAR_JOIN), not
- *		inherited by fork().  Each field has a cache line of its own.
+ *		inherited by fork() (as the status area).  Each field has a
+ *		cache line of its own.
  * @arrived:	members: arrivals in the round under way.
  * @round:	members: rounds completed so far.
  * @broken:	module: nonzero once a member left; the barrier is dead.
