@@ -48,7 +48,7 @@ KTOOLS   := $(BUILD)/ktools
 
 .PHONY: all lib verbs pmix module clean-module selftests examples zcxctl zcx_soak zcx_twonode bench bench-all bench-reg bench-verbs \
 	bench-xfer bench-net bench-pairs bench-poll check check-quick demo \
-	vm-shell ktools dkms-install install uninstall deb clean help
+	vm-shell ktools dkms-install dkms-uninstall install uninstall deb clean help
 
 all: lib verbs pmix selftests examples zcxctl
 
@@ -63,6 +63,7 @@ help:
 	@echo "make demo            load zcx.ko in a 6.12 guest and query it"
 	@echo "make vm-shell        interactive shell in a guest with zcx loaded"
 	@echo "make dkms-install    install the module on this machine through DKMS"
+	@echo "make dkms-uninstall  remove that registration and /usr/src/zcx-VERSION"
 	@echo "make install         libraries, headers, pkg-config, zcxctl, udev rule,"
 	@echo "                     man pages (PREFIX=$(PREFIX), DESTDIR=...)"
 	@echo "make uninstall       remove what make install installed (same variables)"
@@ -86,6 +87,9 @@ clean-module:
 
 dkms-install:
 	$(TOP)/scripts/dkms-install.sh $(KVER)
+
+dkms-uninstall:
+	$(TOP)/scripts/dkms-install.sh --remove
 
 # --- library ---------------------------------------------------------------
 
@@ -195,7 +199,8 @@ zcxctl: $(ZCXCTL)
 
 $(ZCXCTL): $(TOP)/tools/zcxctl.c $(TOP)/uapi/zcx_uapi.h
 	@mkdir -p $(dir $@)
-	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi $(NL_CFLAGS) $< -o $@ $(NL_LIBS)
+	$(CC) -std=c11 $(WARN) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -I$(TOP)/uapi $(NL_CFLAGS) $< -o $@ \
+		$(NL_LIBS)
 
 # The soak program (scripts/soak.sh runs it under memory churn in a guest).
 ZCX_SOAK := $(BUILD)/tools/zcx_soak

@@ -6,6 +6,7 @@
 # /usr/src/zcx-<version>, then "dkms add", "dkms build -k", "dkms install -k"
 # for each kernel (default: the running one).  A previous registration of
 # the same version is removed first, so the tree's current code is built.
+# dkms-install.sh --remove undoes it: "dkms remove --all", then the sources.
 # This is the developer's path; where the zcx-dkms package of the same
 # version is installed (make check installs it), it owns the registration
 # and this script refuses: "scripts/pkg-test.sh purge" removes it.
@@ -14,6 +15,11 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 version=$(sed -n 's/^PACKAGE_VERSION="*\([^"]*\)"*$/\1/p' "$top/dkms.conf")
 src=/usr/src/zcx-$version
+remove=
+if [ "${1:-}" = --remove ]; then
+	remove=1
+	shift
+fi
 [ $# -gt 0 ] || set -- "$(uname -r)"
 
 if ! command -v dkms > /dev/null; then
@@ -34,6 +40,7 @@ if [ -n "$(dkms status -m zcx -v "$version" 2>/dev/null)" ]; then
 	dkms remove -m zcx -v "$version" --all > /dev/null
 fi
 rm -rf "$src"
+[ -z "$remove" ] || exit 0
 mkdir -p "$src/scripts"
 cp -r "$top/Makefile" "$top/Kbuild" "$top/dkms.conf" "$top/kmod" "$top/uapi" "$src/"
 cp "$top/scripts/kmod-build.sh" "$top/scripts/kmod-probes.sh" \
