@@ -10,6 +10,7 @@
  * that scribbles on its rings only confuses itself.
  */
 #include <linux/capability.h>
+#include <linux/cgroup.h>
 #include <linux/kthread.h>
 #include <linux/memcontrol.h>
 #include <linux/mm.h>
@@ -1077,10 +1078,15 @@ static int zcx_poller(void *data)
 	return 0;
 }
 
-/* One polling thread per context, started with its first polled endpoint. */
+/*
+ * One polling thread per context, started with its first polled endpoint.
+ * It joins its creator's cgroups, as the process's own threads would: the
+ * CPU it spins on is the job's (cpu, cpuset), not the node's.
+ */
 static int zcx_poller_start(struct zcx_ctx *ctx)
 {
 	struct task_struct *task;
+	int ret;
 
 	lockdep_assert_held(&ctx->ep_mutex);
 	if (ctx->poller)
@@ -1093,6 +1099,13 @@ static int zcx_poller_start(struct zcx_ctx *ctx)
 	if (IS_ERR(task)) {
 		atomic_dec(&zcx_pollers);
 		return PTR_ERR(task);
+	}
+	ret = cgroup_attach_task_all(current, task);
+	if (ret) {
+		/* Never woken: it ends without running zcx_poller(). */
+		kthread_stop(task);
+		atomic_dec(&zcx_pollers);
+		return ret;
 	}
 	get_task_struct(task);
 	ctx->poller = task;

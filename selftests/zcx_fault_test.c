@@ -15,6 +15,8 @@
 #include <signal.h>
 #include <sched.h>
 #include <stdlib.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "kselftest_harness.h"
@@ -746,6 +748,75 @@ TEST_F_TIMEOUT(raw, wait_with_a_full_cq_after_the_polling_thread_died, 120)
 	ASSERT_EQ(1, zcx_raw_pop(&p, &cqe));
 	EXPECT_EQ(100, cqe.user_data);
 	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
+}
+
+/* The cgroup v2 line ("0::/path") of /proc/@pid/cgroup into @line: 0, or -1. */
+static int cgroup2_of(pid_t pid, char *line, size_t len)
+{
+	char path[64];
+	int ret = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	while (f && ret && fgets(line, len, f))
+		ret = strncmp(line, "0::", 3) ? -1 : 0;
+	if (f)
+		fclose(f);
+	return ret;
+}
+
+/*
+ * A polling thread joins the cgroups of the process that starts it, as a
+ * thread of that process would: the CPU it spins on is the job's, not the
+ * node's.  The test process moves into a cgroup (v2) of its own, then
+ * opens a context and creates a polled endpoint.
+ */
+TEST_F_TIMEOUT(raw, polling_thread_runs_in_its_creators_cgroup, 120)
+{
+	char mnt[64] = "/tmp/zcx-cgroup-XXXXXX", dir[96], procs[128], root_procs[96];
+	char mine[160] = "", its[160] = "", pid[16];
+	struct zcx_raw_ep p;
+	unsigned int ms;
+	pid_t thread = 0;
+	int fd, ret;
+
+	ASSERT_NE(NULL, mkdtemp(mnt));
+	if (mount("cgroup2", mnt, "cgroup2", 0, NULL)) {
+		rmdir(mnt);
+		SKIP(return, "no cgroup2: %s", strerror(errno));
+	}
+	snprintf(dir, sizeof(dir), "%s/zcx-poller-%d", mnt, (int)getpid());
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	snprintf(root_procs, sizeof(root_procs), "%s/cgroup.procs", mnt);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	EXPECT_EQ(0, mkdir(dir, 0755));
+	EXPECT_EQ(0, zcx_test_write_file(procs, pid));
+
+	/* A context of its own: its polling thread goes when it is closed. */
+	fd = open("/dev/zcx", O_RDWR | O_CLOEXEC);
+	EXPECT_LE(0, fd);
+	ret = fd < 0 ? -1 : zcx_raw_ep_create(fd, ZCX_EP_POLL, 0, &p);
+	EXPECT_EQ(0, ret);
+	if (!ret) {
+		thread = polling_thread();
+		EXPECT_LT(0, thread);
+		EXPECT_EQ(0, cgroup2_of(getpid(), mine, sizeof(mine)));
+		EXPECT_EQ(0, thread > 0 ? cgroup2_of(thread, its, sizeof(its)) : -1);
+		EXPECT_STREQ(mine, its);
+		EXPECT_NE(0, strcmp(mine, "0::/\n")) TH_LOG("the process did not move");
+		EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
+	}
+	if (fd >= 0)
+		close(fd);
+
+	EXPECT_EQ(0, zcx_test_write_file(root_procs, pid));
+	/* Empty once the thread, stopped as the context went, is gone. */
+	for (ms = 0; rmdir(dir) && errno == EBUSY && ms < 10000 * zcx_test_slowdown(); ms++)
+		usleep(1000);
+	EXPECT_EQ(-1, access(dir, F_OK)) TH_LOG("%s stays: %s", dir, strerror(errno));
+	umount2(mnt, MNT_DETACH);
+	rmdir(mnt);
 }
 
 /* Bad submissions fail in their completion, and the ring goes on. */
