@@ -70,6 +70,17 @@ step() {
 	return $rc
 }
 
+# The failures, then the totals: the last line, even when we stop early.
+summarise() {
+	if [ ${#failures[@]} -gt 0 ]; then
+		echo
+		echo "failures:"
+		printf '  %s\n' "${failures[@]}"
+	fi
+	echo
+	echo "$passed passed, $failed failed, $skipped skipped"
+}
+
 # count_tap KVER FILE...: add the TAP results of a guest run to the totals.
 # A failed case is listed with the last diagnostic lines it printed, so
 # that the summary (all a CI report may keep) says why it failed.
@@ -219,6 +230,7 @@ checkpatch() {
 probes_agree() {
 	local kdir=$1 outdir=$2 want=0 have=0 src
 	src=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$kdir/Makefile" | head -n 1)
+	[ -r "${src:-$kdir}/include/linux/mm.h" ] || { echo "no ${src:-$kdir}/include/linux/mm.h"; return 1; }
 	grep -q 'vm_flags_set' "${src:-$kdir}/include/linux/mm.h" && want=1
 	grep -q 'define ZCX_HAVE_VM_FLAGS_SET 1' "$outdir/generated/probed.h" && have=1
 	echo "vm_flags_set: headers $want, probe $have"
@@ -239,10 +251,12 @@ debug_lane=1 deps=()
 [ "$quick" != 1 ] && [ "${ZCX_DEBUG_LANE:-1}" = 1 ] || debug_lane=0
 # All packages now: apt must not run beside the package steps below.
 [ $debug_lane = 0 ] || deps=(--debug-kernel)
-step install-deps scripts/install-deps.sh "${deps[@]}" || exit 1
-mapfile -t kernels < <(scripts/kernels.sh)
+step install-deps scripts/install-deps.sh "${deps[@]}" || { summarise; exit 1; }
+# Every kernel named, or a failure: a lane must not go missing unseen.
+step kernels scripts/kernels.sh
+mapfile -t kernels < <(grep -v '^kernels.sh:' "$logdir/kernels.log")
 if [ ${#kernels[@]} -eq 0 ]; then
-	echo "no kernel to test" >&2
+	summarise
 	exit 1
 fi
 
@@ -260,7 +274,7 @@ if [ $debug_lane = 1 ]; then
 	mkdir -p "$debug_claims"
 	# Taken here, so that the main shell cannot take it before the build.
 	exec {debug_lock_fd}>"$debug_lock"
-	flock "$debug_lock_fd" || exit 1
+	flock "$debug_lock_fd" || { summarise; exit 1; }
 	debug_build_then_lane &
 	debug_pid=$!
 	exec {debug_lock_fd}>&-
@@ -355,11 +369,5 @@ if [ $debug_lane = 1 ]; then
 	[ ! -s "$debug_ready" ] || step debug-lane-complete debug_lane_complete
 fi
 
-if [ ${#failures[@]} -gt 0 ]; then
-	echo
-	echo "failures:"
-	printf '  %s\n' "${failures[@]}"
-fi
-echo
-echo "$passed passed, $failed failed, $skipped skipped"
+summarise
 [ $failed -eq 0 ]

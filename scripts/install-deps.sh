@@ -48,7 +48,10 @@ mkdir -p "$top/build/logs"
 log=$top/build/logs/apt.log
 echo "installing: ${missing[*]} (log: $log)"
 export DEBIAN_FRONTEND=noninteractive
-if ! { apt-get update && apt-get install -y --no-install-recommends "${missing[@]}"; } > "$log" 2>&1; then
+# A mirror's passing failure should not fail the run.
+retries=(-o Acquire::Retries=3)
+if ! { apt-get "${retries[@]}" update &&
+       apt-get "${retries[@]}" install -y --no-install-recommends "${missing[@]}"; } > "$log" 2>&1; then
 	tail -n 30 "$log" >&2
 	echo "install-deps: apt-get failed; see $log" >&2
 	exit 1

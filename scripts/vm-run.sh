@@ -116,6 +116,12 @@ rm -f "$out"/{console,output,dmesg,qemu,build,kmemleak}.log "$out"/{rc,fail,job.
 splat_re='WARNING:|\bBUG:|Oops|KASAN|UBSAN|possible (circular|recursive) locking'
 splat_re+='|refcount_t|hung task|blocked for more than|general protection fault'
 splat_re+='|kernel BUG|unreferenced object|Kernel panic'
+# An oops header without "Oops" (6.1: "invalid opcode: 0000 [#1]"), the end
+# of any oops or warning, RCU stalls, lockdep's other report, kmemleak
+# giving up, and the guest's own verdicts after the job (scripts/vm/init).
+splat_re+='| \[#[0-9]+\]|---\[ end trace|detected stalls?|self-detected stall'
+splat_re+='|non-static key|kmemleak: .*(disabled|Cannot allocate a kmemleak_object)'
+splat_re+='|zcx-vm: (rmmod [a-z_]+ failed after the job|kmemleak scan failed)'
 splat='' splat_log=''    # first splat line and its log, set after the run
 
 # Failure report: one line of reason, where the logs are, a bit of log: from
