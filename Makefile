@@ -153,11 +153,13 @@ PMIX_LIBS := -lpmix
 
 pmix: $(PLIB_SO)
 
-$(PLIB_SO): $(TOP)/libshim/pmix.c $(TOP)/libshim/libzcx-pmix.map $(LIB_HDRS)
+# It calls libzcx (zcx_group_*): linked to it, so that it needs it.
+$(PLIB_SO): $(TOP)/libshim/pmix.c $(TOP)/libshim/libzcx-pmix.map $(LIB_HDRS) $(LIB_SO)
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) $(PMIX_CFLAGS) $(LDFLAGS) -shared \
 		-Wl,-soname,libzcx-pmix.so.$(SOVERSION) \
-		-Wl,--version-script=$(TOP)/libshim/libzcx-pmix.map -o $@ $< $(PMIX_LIBS)
+		-Wl,--version-script=$(TOP)/libshim/libzcx-pmix.map -o $@ $< $(PMIX_LIBS) \
+		-L$(BUILD)/lib -lzcx
 	ln -sf $(notdir $@) $(BUILD)/lib/libzcx-pmix.so.$(SOVERSION)
 	ln -sf libzcx-pmix.so.$(SOVERSION) $(BUILD)/lib/libzcx-pmix.so
 

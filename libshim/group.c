@@ -20,8 +20,9 @@
  * waiting instead of leaving some of them waiting for each other.  A
  * member that heard from every other is through even if a send of its
  * failed (its partner may have got through and left), and breaks the
- * group then.  The tag of each message is the barrier's number, which
- * catches a peer that is not running the same barrier.
+ * group then.  The tag of each message is the barrier's number, so that
+ * no message of another barrier counts for this one (a peer that runs
+ * another barrier leaves its partners waiting, as in MPI).
  */
 #include <errno.h>
 #include <stdlib.h>

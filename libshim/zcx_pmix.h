@@ -27,11 +27,13 @@
  * counts initialisations.
  *
  * Functions return 0 or a negative errno: -ENOMEM; -EIO when PMIx fails
- * (its message on stderr); -ETIMEDOUT; -EPROTO when a peer's data is not
- * an address (another program under the same launcher?).
+ * (its message on stderr, a missing key included); -ETIMEDOUT when PMIx
+ * reports a timeout (zcx sets none: a rank that never takes part leaves
+ * the others waiting, as in any PMIx fence); -EPROTO when a peer's data
+ * is not an address, or the job size not a number.
  *
- * Link with -lzcx-pmix (it brings libpmix in; this header needs no PMIx
- * header).
+ * Link with -lzcx-pmix -lzcx (it brings libpmix in; this header needs no
+ * PMIx header).
  */
 #ifndef ZCX_PMIX_H
 #define ZCX_PMIX_H
