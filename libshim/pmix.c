@@ -3,7 +3,8 @@
  * pmix.c - libzcx-pmix: zcx addresses traded through PMIx's key-value
  * store.  Each collective puts this process's blob under a key of its
  * own ("zcx.<n>", n counting the job handle's collectives, which every
- * rank makes in the same order), fences, and reads the others' blobs.
+ * rank makes in the same order), fences once, and reads the blobs it
+ * needs.
  */
 /* PMIx's header uses POSIX and BSD string functions. */
 #define _DEFAULT_SOURCE
@@ -17,6 +18,10 @@
 
 #include "zcx_internal.h"
 #include "zcx_pmix.h"
+
+/* zcx_group_addr_count(ZCX_GROUP_MAX_PROCS) */
+#define ZCX_PMIX_MAX_ROUNDS	16
+_Static_assert(ZCX_GROUP_MAX_PROCS <= 1U << ZCX_PMIX_MAX_ROUNDS, "rounds of a group");
 
 struct zcx_pmix {
 	pmix_proc_t self;
@@ -79,8 +84,8 @@ ZCX_EXPORT uint32_t zcx_pmix_size(const struct zcx_pmix *job)
 	return job->size;
 }
 
-/* Publish @addr (if non-NULL) under the next key and wait for every rank. */
-static int zcx_pmix_exchange(struct zcx_pmix *job, const struct zcx_addr *addr, char *key,
+/* Publish @len bytes at @blob (if non-NULL) under the next key and wait for every rank. */
+static int zcx_pmix_exchange(struct zcx_pmix *job, const void *blob, size_t len, char *key,
 			     size_t key_size)
 {
 	pmix_value_t val;
@@ -89,10 +94,10 @@ static int zcx_pmix_exchange(struct zcx_pmix *job, const struct zcx_addr *addr, 
 	pmix_status_t rc;
 
 	snprintf(key, key_size, "zcx.%u", job->seq++);
-	if (addr) {
+	if (blob) {
 		val.type = PMIX_BYTE_OBJECT;
-		val.data.bo.bytes = (char *)addr;
-		val.data.bo.size = sizeof(*addr);
+		val.data.bo.bytes = (char *)blob;
+		val.data.bo.size = len;
 		rc = PMIx_Put(PMIX_GLOBAL, key, &val);
 		if (rc != PMIX_SUCCESS)
 			return zcx_pmix_error("PMIx_Put", rc);
@@ -108,9 +113,9 @@ static int zcx_pmix_exchange(struct zcx_pmix *job, const struct zcx_addr *addr, 
 	return 0;
 }
 
-/* Rank @rank's blob under @key into *addr. */
-static int zcx_pmix_fetch(struct zcx_pmix *job, uint32_t rank, const char *key,
-			  struct zcx_addr *addr)
+/* Rank @rank's blob of @len bytes under @key into @blob. */
+static int zcx_pmix_fetch(struct zcx_pmix *job, uint32_t rank, const char *key, void *blob,
+			  size_t len)
 {
 	pmix_value_t *val = NULL;
 	pmix_proc_t peer;
@@ -121,10 +126,10 @@ static int zcx_pmix_fetch(struct zcx_pmix *job, uint32_t rank, const char *key,
 	rc = PMIx_Get(&peer, key, NULL, 0, &val);
 	if (rc != PMIX_SUCCESS)
 		return zcx_pmix_error("PMIx_Get", rc);
-	if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size != sizeof(*addr))
+	if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size != len)
 		ret = -EPROTO;
 	else
-		memcpy(addr, val->data.bo.bytes, sizeof(*addr));
+		memcpy(blob, val->data.bo.bytes, len);
 	PMIX_VALUE_RELEASE(val);
 	return ret;
 }
@@ -139,9 +144,10 @@ ZCX_EXPORT int zcx_pmix_allgather(struct zcx_pmix *job, const struct zcx_addr *m
 		all[0] = *mine;
 		return 0;
 	}
-	ret = zcx_pmix_exchange(job, mine, key, sizeof(key));
+	ret = zcx_pmix_exchange(job, mine, sizeof(*mine), key, sizeof(key));
 	for (r = 0; !ret && r < job->size; r++)
-		ret = r == job->self.rank ? (all[r] = *mine, 0) : zcx_pmix_fetch(job, r, key, &all[r]);
+		ret = r == job->self.rank ? (all[r] = *mine, 0) :
+		      zcx_pmix_fetch(job, r, key, &all[r], sizeof(all[r]));
 	return ret;
 }
 
@@ -155,40 +161,47 @@ ZCX_EXPORT int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_ad
 		return -EINVAL;
 	if (job->single)
 		return 0;
-	ret = zcx_pmix_exchange(job, am_root ? addr : NULL, key, sizeof(key));
+	ret = zcx_pmix_exchange(job, am_root ? addr : NULL, sizeof(*addr), key, sizeof(key));
 	if (!ret && !am_root)
-		ret = zcx_pmix_fetch(job, root, key, addr);
+		ret = zcx_pmix_fetch(job, root, key, addr, sizeof(*addr));
 	return ret;
 }
 
+/*
+ * One exchange: each rank publishes its addresses of every round as one
+ * blob and reads only its partners', the one it connects to in each round
+ * (zcx_group_connect() reads no other).  A rank that failed already takes
+ * part all the same, with its addresses zero, which its partners fail to
+ * connect to: none waits in the fence for it.
+ */
 ZCX_EXPORT int zcx_pmix_group(struct zcx_pmix *job, struct zcx *zcx, unsigned int ep_flags,
 			      unsigned int connect_flags, struct zcx_group **out)
 {
 	unsigned int rounds = zcx_group_addr_count(job->size), k;
-	struct zcx_addr *mine, *one, *all;
-	struct zcx_group *g;
-	uint32_t r;
-	int ret;
+	struct zcx_addr mine[ZCX_PMIX_MAX_ROUNDS] = { 0 }, theirs[ZCX_PMIX_MAX_ROUNDS];
+	uint32_t rank = zcx_pmix_rank(job), to;
+	struct zcx_group *g = NULL;
+	struct zcx_addr *all;
+	char key[32];
+	int ret, err;
 
-	ret = zcx_group_create(zcx, job->size, zcx_pmix_rank(job), ep_flags, &g);
-	if (ret)
-		return ret;
-	mine = calloc(rounds + 1, sizeof(*mine));
-	one = calloc(job->size, sizeof(*one));
 	all = calloc((size_t)job->size * rounds + 1, sizeof(*all));
-	ret = mine && one && all ? 0 : -ENOMEM;
+	ret = all ? zcx_group_create(zcx, job->size, rank, ep_flags, &g) : -ENOMEM;
 	if (!ret)
 		zcx_group_addrs(g, mine);
+	if (rounds && job->size <= ZCX_GROUP_MAX_PROCS) {
+		err = zcx_pmix_exchange(job, mine, rounds * sizeof(*mine), key, sizeof(key));
+		ret = ret ? ret : err;
+	}
 	for (k = 0; k < rounds && !ret; k++) {
-		ret = zcx_pmix_allgather(job, &mine[k], one);
-		for (r = 0; r < job->size && !ret; r++)
-			all[(size_t)r * rounds + k] = one[r];
+		to = (uint32_t)((rank + (1ULL << k)) % job->size);
+		ret = zcx_pmix_fetch(job, to, key, theirs, rounds * sizeof(*theirs));
+		if (!ret)
+			all[(size_t)to * rounds + k] = theirs[k];
 	}
 	if (!ret)
 		ret = zcx_group_connect(g, all, connect_flags);
 	free(all);
-	free(one);
-	free(mine);
 	if (ret) {
 		zcx_group_destroy(g);
 		return ret;

@@ -295,7 +295,9 @@ int zcx_barrier(struct zcx_ep *ep, uint32_t bar);
  *	zcx_group_addrs(g, mine);	// zcx_group_addr_count(nprocs) addresses
  *	... gather every rank's, rank after rank, into all[] (zcx_pmix_group()
  *	    does all of this through PMIx) ...
- *	zcx_group_connect(g, all, 0);	// or ZCX_CONNECT_NET
+ *	zcx_group_connect(g, all, 0);	// or ZCX_CONNECT_NET: reads, for each
+ *					// round k, only all[to * count + k] of
+ *					// to = (rank + 2^k) % nprocs
  *	zcx_group_barrier(g);		// as often as needed
  *	zcx_group_destroy(g);
  *

@@ -66,7 +66,10 @@ int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_addr *addr);
  * Collective: a group of every rank of the job (zcx.h), its endpoints
  * created with @ep_flags (ZCX_EP_NET if the job spans nodes) in @zcx,
  * their addresses traded and the group connected with @connect_flags:
- * *g is ready for zcx_group_barrier().
+ * *g is ready for zcx_group_barrier().  One PMIx fence, and a PMIx_Get
+ * per round (log2 of the job size) for the partner of that round.  A
+ * rank that fails still takes part in the fence, so the others do not
+ * wait in it; its partners then fail to connect to it.
  */
 struct zcx;
 struct zcx_group;

@@ -5,8 +5,9 @@
 # each other through PMIx (Open MPI's mpirun as the launcher), pass
 # checked messages round a ring (zero-copy and inline sizes) and meet at a
 # barrier; alone it is a ring of one; with a launcher it cannot reach it
-# fails at once; as root, also through the RDMA backend (-N -F: Soft-RoCE
-# on a veth of its own, zcx_ib listening, a group barrier).  TAP output;
+# fails at once; five ranks meet in a group (-N) on the node; as root,
+# also through the RDMA backend (-N -F: Soft-RoCE on a veth of its own,
+# zcx_ib listening, a group barrier).  TAP output;
 # skips without mpirun, the example or /dev/zcx.
 set -u
 
@@ -18,7 +19,7 @@ rounds=100
 # As root, Open MPI wants to be told; more ranks than CPUs need
 # --oversubscribe.
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
-tests=5
+tests=6
 
 echo "TAP version 13"
 echo "1..$tests"
@@ -65,6 +66,10 @@ report mpirun_4_ranks_zero_copy $? "$(ok_lines 4 65536)"
 
 timeout 300 "${mpirun[@]}" -n 3 "$ring" -r $rounds -s 100 > "$log" 2>&1
 report mpirun_3_ranks_inline $? "$(ok_lines 3 100)"
+
+# zcx_pmix_group() of 5 (three rounds, partners wrapping round), on the node.
+timeout 300 "${mpirun[@]}" -n 5 "$ring" -N -r 20 -s 100 > "$log" 2>&1
+report mpirun_5_ranks_group $? "$(rounds=20 ok_lines 5 100)"
 
 # A job whose launcher is gone: an error, not a job of one.
 n=$((n + 1))
