@@ -16,7 +16,9 @@
  *     never crosses fork()) and joins with that address
  *     (zcx_barrier_join);
  *  3. all call zcx_barrier() as often as they like: it returns once all N
- *     arrived; the barrier is reusable at once.
+ *     arrived; the barrier is reusable at once.  (The first waits until
+ *     every other joined: one that failed to would leave the members
+ *     waiting for it; a member that goes breaks the barrier for them.)
  *
  * The check: before round r each process writes r into its slot of a
  * shared array; after the barrier it reads every slot, which must be r or
@@ -104,8 +106,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: zcx_barrier [-n PROCS (1-%d)] [-r ROUNDS] [-p]\n", MAX_PROCS);
 		return 2;
 	}
-	/* The check's shared array: MAP_SHARED memory survives fork() shared. */
-	arrived = mmap(NULL, MAX_PROCS * sizeof(*arrived), PROT_READ | PROT_WRITE,
+	/*
+	 * The check's shared array, then the count of processes that joined:
+	 * MAP_SHARED memory survives fork() shared.
+	 */
+	arrived = mmap(NULL, (MAX_PROCS + 1) * sizeof(*arrived), PROT_READ | PROT_WRITE,
 		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (arrived == MAP_FAILED) {
 		perror("mmap");
@@ -133,6 +138,7 @@ int main(int argc, char **argv)
 			check(zcx_open(&mine, 0), "zcx_open", rank);
 			check(zcx_ep_create(mine, flags, 0, &my_ep), "zcx_ep_create", rank);
 			check(zcx_barrier_join(my_ep, &addr, &my_bar), "zcx_barrier_join", rank);
+			atomic_fetch_add(&arrived[MAX_PROCS], 1);
 			/* 3. Meet the others. */
 			early = member(my_ep, my_bar, rank, nprocs, rounds, arrived);
 			zcx_ep_destroy(my_ep);
@@ -141,6 +147,17 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* Not into the barrier before all joined: a process may fail to. */
+	while (atomic_load(&arrived[MAX_PROCS]) < nprocs - 1) {
+		struct timespec tick = { 0, 1000 * 1000 };
+
+		if (waitpid(-1, &status, WNOHANG) > 0) {
+			/* Our leaving breaks the barrier for those who joined. */
+			fprintf(stderr, "zcx_barrier: a process ended before it joined\n");
+			return 1;
+		}
+		nanosleep(&tick, NULL);
+	}
 	t0 = now_us();
 	early = member(ep, bar, 0, nprocs, rounds, arrived);
 	t0 = now_us() - t0;
