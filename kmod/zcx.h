@@ -46,6 +46,11 @@
  * list; taken alone or under ep_mutex (an endpoint's address), it holds no
  * other lock.
  *
+ * The cgroup core's locks (cgroup_mutex, the threadgroup rwsem, the CPU
+ * hotplug lock) are taken under ep_mutex, once per context, when its
+ * polling thread joins its creator's cgroups (zcx_poller_start()); none
+ * of zcx's locks is taken under them.
+ *
  * Copies between processes run under no lock at all: the pages they touch
  * are held "busy" (see struct zcx_region) and the copy stops early when
  * either endpoint dies.
