@@ -525,7 +525,15 @@ static void zcx_bar_wake(struct zcx_ep *ep, uint32_t bar, uint32_t round)
 {
 	const struct zcx_sqe wake = { .opcode = ZCX_OP_BARRIER, .peer = bar, .tag = round };
 
-	/* Its completion carries no request: reaping skips it. */
+	/*
+	 * Its completion carries no request: reaping skips it.  Nothing of
+	 * ours may wait on @ep again, to reap them: reap the ones before, or
+	 * a member that is always the last fills the CQ with them, and the
+	 * module then leaves a wake-up in a polled endpoint's SQ for good.
+	 */
+	pthread_mutex_lock(&ep->lock);
+	zcx_reap_locked(ep);
+	zcx_unlock(ep);
 	while (zcx_post(ep, &wake, false) == -EAGAIN && !zcx_wait_for(ep, NULL))
 		;
 }

@@ -21,6 +21,8 @@
  * anyone through early, or let anyone run two rounds ahead, shows.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 
 #include "kselftest_harness.h"
@@ -630,6 +632,98 @@ TEST(group_rules)
 	}
 	zcx_group_destroy(NULL);
 	zcx_close(zcx);
+}
+
+/* A member of polled_last_member_wakes_the_sleepers, on its own thread. */
+struct sleeper {
+	struct zcx_ep *ep;
+	uint32_t bar;
+	unsigned int rounds;
+	unsigned int done;	/* barriers passed */
+	pid_t tid;
+	int ret;
+};
+
+static void *sleeper_main(void *arg)
+{
+	struct sleeper *s = arg;
+	unsigned int r;
+
+	__atomic_store_n(&s->tid, gettid(), __ATOMIC_RELEASE);
+	for (r = 0; r < s->rounds && !s->ret; r++) {
+		s->ret = zcx_barrier(s->ep, s->bar);
+		if (!s->ret)
+			__atomic_store_n(&s->done, r + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+/*
+ * The last member, on a polled endpoint, wakes the members asleep in the
+ * module every round, although its wake-ups' completions are nobody's
+ * to reap: round after round, more than its CQ holds.
+ */
+TEST(polled_last_member_wakes_the_sleepers)
+{
+	const unsigned int depth = 8, rounds = 5 * depth;	/* the CQ holds 2 * depth */
+	struct zcx_test_census before = zcx_test_census();
+	struct sleeper s[2] = { 0 };
+	struct zcx_ep *last;
+	struct timespec until;
+	struct zcx_addr addr;
+	unsigned int r, i;
+	pthread_t t[2];
+	struct zcx *zcx;
+	int stranded = 0;
+	uint64_t deadline;
+	uint32_t bar;
+
+	/* Read when an endpoint is created: the sleepers sleep at once. */
+	setenv("ZCX_SPIN", "0", 1);
+	ASSERT_EQ(0, zcx_open(&zcx, 0));
+	ASSERT_EQ(0, zcx_ep_create(zcx, ZCX_EP_POLL, depth, &last));
+	ASSERT_EQ(0, zcx_barrier_create(last, 3, &addr, &bar));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, zcx_ep_create(zcx, 0, depth, &s[i].ep));
+		ASSERT_EQ(0, zcx_barrier_join(s[i].ep, &addr, &s[i].bar));
+		s[i].rounds = rounds;
+	}
+	unsetenv("ZCX_SPIN");
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, sleeper_main, &s[i]));
+	for (r = 0; r < rounds && !stranded; r++) {
+		/* Both asleep in the module in round r: we are the last. */
+		for (i = 0; i < 2 && !stranded; i++) {
+			deadline = xnow_ns() + 10000000000ULL * zcx_test_slowdown();
+			while (__atomic_load_n(&s[i].done, __ATOMIC_ACQUIRE) < r && !s[i].ret &&
+			       xnow_ns() < deadline)
+				sched_yield();
+			stranded = __atomic_load_n(&s[i].done, __ATOMIC_ACQUIRE) < r ||
+				   !zcx_test_await_thread_state(&s[i].tid, 'S', 10000);
+		}
+		if (!stranded)
+			ASSERT_EQ(0, zcx_barrier(last, bar)) TH_LOG("round %u", r);
+	}
+	EXPECT_EQ(0, stranded) TH_LOG("round %u: a member not asleep in it (stranded before)",
+				      r - 1);
+	for (i = 0; i < 2; i++) {
+		clock_gettime(CLOCK_REALTIME, &until);
+		until.tv_sec += 10 * zcx_test_slowdown();
+		if (stranded || pthread_timedjoin_np(t[i], NULL, &until)) {
+			/* Our endpoint gone, the barrier breaks: it ends. */
+			zcx_ep_destroy(last);
+			last = NULL;
+			pthread_join(t[i], NULL);
+		}
+	}
+	for (i = 0; i < 2; i++) {
+		EXPECT_EQ(0, s[i].ret);
+		EXPECT_EQ(rounds, s[i].done);
+		zcx_ep_destroy(s[i].ep);
+	}
+	zcx_ep_destroy(last);
+	zcx_close(zcx);
+	EXPECT_EQ(NULL, zcx_test_census_settle(&before, 5000));
 }
 
 /* Within one process: several endpoints of one handle. */
