@@ -224,6 +224,18 @@ $(ZCX_TWONODE): $(TOP)/tools/zcx_twonode.c $(LIB_SO) $(LIB_HDRS)
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
 
+# Ranks of a job whose group fails in one rank (selftests/zcx_pmix_test.sh
+# runs it under mpirun); built with the selftests.
+ZCX_PMIX_CHECK := $(BUILD)/tools/zcx_pmix_group_check
+
+selftests: $(ZCX_PMIX_CHECK)
+
+$(ZCX_PMIX_CHECK): $(TOP)/tools/zcx_pmix_group_check.c $(PLIB_SO) $(LIB_SO) $(LIB_HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 -D_POSIX_C_SOURCE=200809L $(WARN) $(CFLAGS) \
+		-I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
+		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx-pmix -lzcx
+
 # --- zcx_fuzz: the seeded fuzzer (raw ioctls; scripts/fuzz.sh runs it) -----
 
 ZCX_FUZZ := $(BUILD)/tools/zcx_fuzz

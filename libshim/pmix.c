@@ -168,17 +168,49 @@ ZCX_EXPORT int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_ad
 }
 
 /*
- * One exchange: each rank publishes its addresses of every round as one
- * blob and reads only its partners', the one it connects to in each round
- * (zcx_group_connect() reads no other).  A rank that failed already takes
- * part all the same, with its addresses zero, which its partners fail to
- * connect to: none waits in the fence for it.
+ * Whether the ranks that connect to us (rank - 2^k, in each round k) did:
+ * 0, or -ECONNRESET if one could not.  Each rank publishes how its own
+ * part went (@mine: 0 or its error) and reads its senders'.  A receive
+ * waiting for a sender that never connected would wait for ever: nothing
+ * fails it, as a sender's leaving fails a connected one.
+ */
+static int zcx_pmix_senders_ok(struct zcx_pmix *job, unsigned int rounds, int mine)
+{
+	uint32_t rank = zcx_pmix_rank(job), from;
+	int32_t status = mine, theirs;
+	unsigned int k;
+	char key[32];
+	int ret;
+
+	ret = zcx_pmix_exchange(job, &status, sizeof(status), key, sizeof(key));
+	for (k = 0; k < rounds && !ret && !mine; k++) {
+		from = (uint32_t)((rank + job->size - (1ULL << k)) % job->size);	/* 2^k < size */
+		ret = zcx_pmix_fetch(job, from, key, &theirs, sizeof(theirs));
+		if (!ret && theirs)
+			ret = -ECONNRESET;
+	}
+	return ret;
+}
+
+/*
+ * Three steps, each rank taking part in every one whatever became of the
+ * ones before, so that no rank waits for ever for another:
+ *  - one exchange: each rank publishes its addresses of every round as
+ *    one blob and reads only its partners', the one it connects to in
+ *    each round (zcx_group_connect() reads no other); a rank that failed
+ *    already publishes zeros, which its partners fail to connect to;
+ *  - a second: each rank learns whether its senders connected;
+ *  - a first barrier, which fails everywhere if one rank failed (a failed
+ *    rank's group is gone, which breaks its partners' barriers, and
+ *    theirs their partners': group.c): every rank gets the group, or an
+ *    error.
  */
 ZCX_EXPORT int zcx_pmix_group(struct zcx_pmix *job, struct zcx *zcx, unsigned int ep_flags,
 			      unsigned int connect_flags, struct zcx_group **out)
 {
 	unsigned int rounds = zcx_group_addr_count(job->size), k;
 	struct zcx_addr mine[ZCX_PMIX_MAX_ROUNDS] = { 0 }, theirs[ZCX_PMIX_MAX_ROUNDS];
+	bool collective = rounds && job->size <= ZCX_GROUP_MAX_PROCS;
 	uint32_t rank = zcx_pmix_rank(job), to;
 	struct zcx_group *g = NULL;
 	struct zcx_addr *all;
@@ -189,7 +221,7 @@ ZCX_EXPORT int zcx_pmix_group(struct zcx_pmix *job, struct zcx *zcx, unsigned in
 	ret = all ? zcx_group_create(zcx, job->size, rank, ep_flags, &g) : -ENOMEM;
 	if (!ret)
 		zcx_group_addrs(g, mine);
-	if (rounds && job->size <= ZCX_GROUP_MAX_PROCS) {
+	if (collective) {
 		err = zcx_pmix_exchange(job, mine, rounds * sizeof(*mine), key, sizeof(key));
 		ret = ret ? ret : err;
 	}
@@ -202,6 +234,16 @@ ZCX_EXPORT int zcx_pmix_group(struct zcx_pmix *job, struct zcx *zcx, unsigned in
 	if (!ret)
 		ret = zcx_group_connect(g, all, connect_flags);
 	free(all);
+	if (collective) {
+		err = zcx_pmix_senders_ok(job, rounds, ret);
+		ret = ret ? ret : err;
+	}
+	/* Ours gone, our partners' first barrier fails: see above. */
+	if (ret) {
+		zcx_group_destroy(g);
+		return ret;
+	}
+	ret = zcx_group_barrier(g);
 	if (ret) {
 		zcx_group_destroy(g);
 		return ret;

@@ -66,10 +66,13 @@ int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_addr *addr);
  * Collective: a group of every rank of the job (zcx.h), its endpoints
  * created with @ep_flags (ZCX_EP_NET if the job spans nodes) in @zcx,
  * their addresses traded and the group connected with @connect_flags:
- * *g is ready for zcx_group_barrier().  One PMIx fence, and a PMIx_Get
- * per round (log2 of the job size) for the partner of that round.  A
- * rank that fails still takes part in the fence, so the others do not
- * wait in it; its partners then fail to connect to it.
+ * *g is ready for zcx_group_barrier().  Two PMIx fences, two PMIx_Get
+ * per round (log2 of the job size) for the partners of that round, and
+ * one barrier of the group.  Every rank gets a group, or every rank an
+ * error: a rank that fails (its own errno) still takes part in every
+ * step, so none waits for it; the others fail with -ECONNRESET (or the
+ * errno of a step of theirs that failed).  A runtime can fall back to
+ * another transport everywhere alike.
  */
 struct zcx;
 struct zcx_group;

@@ -5,7 +5,10 @@
 # each other through PMIx (Open MPI's mpirun as the launcher), pass
 # checked messages round a ring (zero-copy and inline sizes) and meet at a
 # barrier; alone it is a ring of one; with a launcher it cannot reach it
-# fails at once; five ranks meet in a group (-N) on the node; as root,
+# fails at once; five ranks meet in a group (-N) on the node; a group in
+# which one rank's part fails (tools/zcx_pmix_group_check) fails in every
+# rank, none waiting for ever, whether that rank failed after the
+# addresses were traded or before; as root,
 # also through the RDMA backend (-N -F: Soft-RoCE on a veth of its own,
 # zcx_ib listening, a group barrier).  TAP output;
 # skips without mpirun, the example or /dev/zcx.
@@ -19,7 +22,8 @@ rounds=100
 # As root, Open MPI wants to be told; more ranks than CPUs need
 # --oversubscribe.
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
-tests=6
+check=${ZCX_PMIX_GROUP_CHECK:-$here/../build/tools/zcx_pmix_group_check}
+tests=8
 
 echo "TAP version 13"
 echo "1..$tests"
@@ -70,6 +74,43 @@ report mpirun_3_ranks_inline $? "$(ok_lines 3 100)"
 # zcx_pmix_group() of 5 (three rounds, partners wrapping round), on the node.
 timeout 300 "${mpirun[@]}" -n 5 "$ring" -N -r 20 -s 100 > "$log" 2>&1
 report mpirun_5_ranks_group $? "$(rounds=20 ok_lines 5 100)"
+
+# group_fails NAME NPROCS BAD-RANK OPTION: a group whose rank BAD-RANK
+# fails its part (OPTION: -c after the exchange, -e before): that rank
+# gets -EINVAL, every other an error too (the test's timeout catches one
+# that waits for ever), and no rank passes a barrier.
+group_fails() {
+	local name=$1 nprocs=$2 bad=$3 opt=$4 rc r line ok=1
+	timeout 120 "${mpirun[@]}" -n "$nprocs" "$check" "$opt" "$bad" > "$log" 2>&1
+	rc=$?
+	for r in $(seq 0 $((nprocs - 1))); do
+		line=$(grep "^rank $r: group " "$log")
+		if [ "$r" = "$bad" ]; then
+			[ "$line" = "rank $r: group -22" ] || ok=0
+		else
+			[[ $line =~ ^rank\ $r:\ group\ -[0-9]+$ ]] || ok=0
+		fi
+	done
+	n=$((n + 1))
+	if [ "$rc" -eq 0 ] && [ $ok = 1 ] && ! grep -q 'barrier' "$log"; then
+		echo "ok $n pmix.$name"
+	else
+		sed 's/^/# /' "$log"
+		echo "# exit status $rc"
+		echo "not ok $n pmix.$name"
+		status=1
+	fi
+}
+
+if [ -x "$check" ]; then
+	group_fails group_fails_everywhere_after_a_failed_connect 5 2 -c
+	group_fails group_fails_everywhere_after_a_failed_create 3 0 -e
+else
+	for name in after_a_failed_connect after_a_failed_create; do
+		n=$((n + 1))
+		echo "ok $n pmix.group_fails_everywhere_$name # SKIP no $check"
+	done
+fi
 
 # A job whose launcher is gone: an error, not a job of one.
 n=$((n + 1))
