@@ -207,6 +207,9 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 	/* A forked child must not touch the parent's MRs. */
 	if (!zcx_owned(c->zcx))
 		return -EIO;
+	/* Refused before a miss lets cached MRs go for it. */
+	if (!len || key + len - 1 < key)
+		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	e = lookup(c, key, len, access);
 	if (e) {

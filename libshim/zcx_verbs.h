@@ -78,6 +78,7 @@ int zcx_verbs_cache_create(struct zcx *zcx, struct ibv_pd *pd,
 /* Deregisters every MR, in use or not. */
 void zcx_verbs_cache_destroy(struct zcx_verbs_cache *cache);
 
+/* -EINVAL for an empty range or one past the end of the address space. */
 int zcx_verbs_reg(struct zcx_verbs_cache *cache, void *addr, size_t len, int access,
 		  struct ibv_mr **mr);
 /* -ENOENT if @mr did not come from this cache. */

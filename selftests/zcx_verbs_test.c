@@ -688,6 +688,35 @@ TEST_F(fake, released_mrs_give_way_to_a_new_one)
 	ASSERT_EQ(0, zcx_verbs_dereg(self->cache, mr));
 }
 
+/* A range no MR can cover is refused before a released MR goes for it. */
+TEST_F(fake, bad_range_refused_before_evicting)
+{
+	struct zcx_verbs_cache_attr attr = {
+		.max_entries = 1, .reg_mr = fake_reg, .dereg_mr = fake_dereg,
+	};
+	char *past_end = (char *)(UINTPTR_MAX - self->page + 1);
+	struct zcx_verbs_cache *one;
+	struct zcx_verbs_stats st;
+	struct ibv_mr *mr;
+
+	ASSERT_EQ(0, zcx_verbs_cache_create(self->zcx, (struct ibv_pd *)&fake, &attr, &one));
+	ASSERT_EQ(0, zcx_verbs_reg(one, self->buf, self->page, SRC_ACCESS, &mr));
+	ASSERT_EQ(0, zcx_verbs_dereg(one, mr));
+	EXPECT_EQ(-EINVAL, zcx_verbs_reg(one, self->buf, 0, SRC_ACCESS, &mr));
+	EXPECT_EQ(NULL, mr);
+	EXPECT_EQ(-EINVAL, zcx_verbs_reg(one, past_end, 2 * self->page, SRC_ACCESS, &mr));
+	ASSERT_EQ(0, zcx_verbs_stats(one, &st));
+	EXPECT_EQ(0, st.evictions);
+	EXPECT_EQ(1, st.entries);
+	EXPECT_EQ(1, fake.alive);
+	/* Still cached: a hit. */
+	ASSERT_EQ(0, zcx_verbs_reg(one, self->buf, self->page, SRC_ACCESS, &mr));
+	ASSERT_EQ(0, zcx_verbs_stats(one, &st));
+	EXPECT_EQ(1, st.hits);
+	ASSERT_EQ(0, zcx_verbs_dereg(one, mr));
+	zcx_verbs_cache_destroy(one);
+}
+
 struct reg_arg {
 	struct zcx_verbs_cache *cache;
 	void *addr;
