@@ -18,7 +18,7 @@
 # any failure.
 #
 # Beside all that, the reliability lane: the same selftests on the debug
-# kernel (scripts/debug-kernel.sh: KASAN, lockdep, kmemleak, fault
+# kernel (scripts/debug-kernel.sh: KASAN, UBSAN, lockdep, kmemleak, fault
 # injection; built once and cached), in two guests that share the programs,
 # each with a kmemleak scan after them: the first as soon as the kernel is
 # built (in the background once the selftests are), the second when the
@@ -30,6 +30,9 @@
 #                        for local work.
 #   ZCX_DEBUG_LANE=0     skip the debug-kernel lane (and its build).
 #   ZCX_TEST_KERNELS     kernels to test (default "6.1 6.12").
+#   ZCX_CHECK_MINUTES    the whole run's budget (default 80; CI allows 90):
+#                        a guest gets at most what is left of it, so that
+#                        hung guests end the run in time, with its summary.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +44,7 @@ fi
 logdir=$top/build/logs
 mkdir -p "$logdir"
 
+budget=$((${ZCX_CHECK_MINUTES:-80} * 60))
 passed=0
 failed=0
 skipped=0
@@ -112,6 +116,15 @@ count_tap() {
 	done < <(cat "$@" 2>/dev/null)
 }
 
+# guest_time SECONDS: the time limit of a guest started now, SECONDS or
+# what is left of the run's budget (at least 1: a guest started too late
+# fails as a timeout).
+guest_time() {
+	local left=$((budget - SECONDS))
+	[ "$left" -ge 1 ] || left=1
+	echo $(($1 < left ? $1 : left))
+}
+
 # vm_lane_start NAME CMD VM-RUN-OPTION...: boot a guest in the background
 # that runs the selftests (CMD), which write their TAP files to
 # build/vm/check-NAME/tap; vm_lane_end NAME waits for it.  Their cases
@@ -167,7 +180,7 @@ debug_lane_start() {
 	vm_lane_start "$1" "env ZCX_SLOW=1 ZCX_CLAIM_DIR=$debug_claims ZCX_KO=$debug_ko \
 		ZCX_SKIP_PROGRAMS='$debug_skip' ZCX_FIRST_PROGRAMS='$debug_first' \
 		selftests/run_tests.sh build/selftests '$tap'" \
-		--kernel debug --module tree --ko "$debug_ko" --timeout 2400
+		--kernel debug --module tree --ko "$debug_ko" --timeout "$(guest_time 2400)"
 }
 
 # debug_build_then_lane: in the background once the selftests are built,
@@ -316,7 +329,7 @@ for kver in "${kernels[@]}"; do
 		cmd+=" '$tap'; rc=\$?; scripts/pkg-test.sh guest build/pkgtest '$tap'"
 		cmd+=" || rc=1; exit \$rc"
 	fi
-	vm_lane "$kver" "$cmd" --kernel "$kver" "${mode[@]}"
+	vm_lane "$kver" "$cmd" --kernel "$kver" "${mode[@]}" --timeout "$(guest_time 900)"
 	# How the lane of the newest kernel loaded zcx, for the iWARP lane.
 	lane_kver=$kver lane_ko=$ko lane_mode=("${mode[@]}")
 done
@@ -329,7 +342,7 @@ if step build-twonode make -C "$top" zcx_twonode; then
 	twonode_mode=(--module installed)
 	[ "$quick" != 1 ] || twonode_mode=(--module tree --ko "$top/build/kmod-$twonode_kver/zcx.ko")
 	step "vm-twonode-$twonode_kver" scripts/vm-twonode.sh --kernel "$twonode_kver" \
-		"${twonode_mode[@]}" --out "$twonode_out"
+		"${twonode_mode[@]}" --out "$twonode_out" --timeout "$(guest_time 900)"
 	count_tap "twonode-$twonode_kver" "$twonode_out"/tap/*.tap
 fi
 
@@ -344,7 +357,8 @@ if [[ $siw_kver == 6.12.* ]] && [ "${lane_kver:-}" = "$siw_kver" ] &&
 	cmd+=" insmod '$siw_dir/siw.ko' &&"
 	cmd+=" env ZCX_KO='$lane_ko' ZCX_NET_ONLY=1 ZCX_TEST_RDMA=siw"
 	cmd+=" selftests/run_tests.sh build/selftests '$top/build/vm/check-siw-$siw_kver/tap'"
-	vm_lane "siw-$siw_kver" "$cmd" --kernel "$siw_kver" "${lane_mode[@]}"
+	vm_lane "siw-$siw_kver" "$cmd" --kernel "$siw_kver" "${lane_mode[@]}" \
+		--timeout "$(guest_time 900)"
 fi
 
 if [ $debug_lane = 1 ]; then

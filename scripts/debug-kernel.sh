@@ -3,7 +3,7 @@
 #
 # debug-kernel.sh [--print] - build, once, a 6.12 kernel for the reliability
 # lane: Debian's linux-source-6.12 with x86_64 defconfig plus
-# scripts/debug-kernel.config (KASAN, lockdep, kmemleak, DEBUG_VM,
+# scripts/debug-kernel.config (KASAN, UBSAN, lockdep, kmemleak, DEBUG_VM,
 # DEBUG_LIST, fault injection, and built in everything the VM runner,
 # selftests and Soft-RoCE need).  The result is cached on disk under
 # ${ZCX_CACHE:-/var/cache/zcx}/debug-kernel-KEY, KEY hashing the source

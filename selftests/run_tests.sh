@@ -3,8 +3,10 @@
 #
 # run_tests.sh BINDIR TAPDIR - run every zcx selftest program in BINDIR
 # (inside the guest, with zcx.ko loaded), one after another, writing each
-# program's TAP output to TAPDIR/<program>.tap and echoing it.  Exits
-# non-zero if any program failed.  The kselftest "settings" timeout
+# program's TAP output to TAPDIR/<program>.tap and echoing it; its own
+# failures (no Soft-RoCE device, no program run) go to
+# TAPDIR/run_tests.tap.  Exits non-zero if anything failed.  The
+# kselftest "settings" timeout
 # applies to each program (five times it under ZCX_SLOW=1).
 #
 # ZCX_CLAIM_DIR=DIR (an existing directory every guest of a run shares):
@@ -36,11 +38,23 @@ mkdir -p "$tapdir"
 if [ -w /proc/sys/vm/nr_hugepages ]; then
 	echo 8 > /proc/sys/vm/nr_hugepages
 fi
-# A Soft-RoCE device on lo for the verbs tests (they skip without one).
+status=0
+# The runner's own failures, counted with the programs' cases.
+runner_failed() {
+	echo "not ok 0 run_tests.$1" | tee -a "$tapdir/run_tests.tap"
+	status=1
+}
+rm -f "$tapdir/run_tests.tap"
+# A Soft-RoCE device on lo for the verbs tests (they would skip without
+# one, so a device that cannot be added is a failure: every guest of
+# the runner has Soft-RoCE).
 if [ "$(id -u)" = 0 ] && ! compgen -G '/sys/class/infiniband/*' > /dev/null; then
 	# (Built into the debug kernel, which has no modules to probe.)
 	modprobe rdma_rxe 2>/dev/null
-	rdma link add rxe0 type rxe netdev lo 2>/dev/null
+	if ! err=$(rdma link add rxe0 type rxe netdev lo 2>&1); then
+		echo "# rdma link add rxe0 type rxe netdev lo: $err"
+		runner_failed soft-roce-on-lo
+	fi
 fi
 
 # zcxctl for zcx_netlink_test (make zcxctl builds it next to the tests).
@@ -94,7 +108,7 @@ task_stacks() {
 	done
 }
 
-status=0 ran=0
+ran=0
 for prog in "${progs[@]}"; do
 	[ -x "$prog" ] || continue
 	name=$(basename "$prog")
@@ -149,7 +163,6 @@ for prog in "${progs[@]}"; do
 done
 # A guest that claimed nothing shares its work; alone, running none is wrong.
 if [ $ran -eq 0 ] && [ -z "${ZCX_CLAIM_DIR:-}" ]; then
-	echo "not ok 0 run_tests.no-program-ran"
-	status=1
+	runner_failed no-program-ran
 fi
 exit $status
