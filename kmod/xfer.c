@@ -350,6 +350,28 @@ static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, bool receiver_c
 	zcx_op_pulled(recv, receiver_copies ? ret : zcx_partner_result(ret), len, tag);
 }
 
+/*
+ * Receive @recv takes eager message @msg (its bytes in msg->data) into
+ * its buffer, not pinned: copied here, under ep->match_mutex with page
+ * faults off, so that a buffer that cannot take them leaves the message
+ * queued (bad input changes nothing).  True once both completed; false
+ * with the mutex still held if the buffer needs faulting in first.
+ */
+static bool zcx_deliver_eager_nofault(struct zcx_op *recv, struct zcx_op *msg)
+{
+	u64 tag = msg->tag, len = msg->len;
+
+	lockdep_assert_held(&recv->ep->match_mutex);
+	if (copy_to_user_nofault(u64_to_user_ptr(recv->addr), msg->data, min(recv->len, len)))
+		return false;
+	list_del(&msg->link);
+	zcx_eager_done(msg);
+	mutex_unlock(&recv->ep->match_mutex);
+	zcx_op_complete(msg, 0, len, 0);
+	zcx_op_pulled(recv, 0, len, tag);
+	return true;
+}
+
 /* A small send's payload into a kernel buffer (op->data); 0 or -errno. */
 static int zcx_op_copy_in(struct zcx_op *op)
 {
@@ -518,12 +540,34 @@ static struct zcx_op *zcx_find_unexpected(struct zcx_ep *ep, const struct zcx_op
 void zcx_op_recv(struct zcx_op *op, u64 handle)
 {
 	struct zcx_ep *ep = op->ep;
+	bool faulted_in = false;
 	struct zcx_op *msg;
+	u64 n;
 	int ret;
 
 	for (;;) {
 		mutex_lock(&ep->match_mutex);
 		msg = zcx_find_unexpected(ep, op);
+		/*
+		 * An eager message into an unpinned buffer: copied with page
+		 * faults off, then once more after faulting the buffer in;
+		 * memory the fault handler serves but such a copy cannot
+		 * write (it would loop here) then takes the path below,
+		 * whose copy may fault, and fail.
+		 */
+		n = msg ? min(op->len, msg->len) : 0;
+		if (n && msg->data && !op->region && !faulted_in) {
+			if (zcx_deliver_eager_nofault(op, msg))
+				return;
+			/* @msg may go once we unlock. */
+			mutex_unlock(&ep->match_mutex);
+			if (fault_in_safe_writeable(u64_to_user_ptr(op->addr), n)) {
+				zcx_op_complete(op, -EFAULT, 0, 0);
+				return;
+			}
+			faulted_in = true;
+			continue;
+		}
 		/* A sender's pages are only copied from into pinned ones. */
 		if (msg && (msg->data || !msg->len || !op->len || op->region)) {
 			list_del(&msg->link);

@@ -866,6 +866,51 @@ TEST_F(raw, bad_submissions)
 	EXPECT_EQ(7, cqe.user_data);
 }
 
+/*
+ * A receive into memory it cannot write fails (EFAULT) and leaves the
+ * small message it matched queued: the next receive gets it, whole.
+ */
+TEST_F(raw, recv_into_bad_memory_leaves_the_message)
+{
+	const long page = sysconf(_SC_PAGESIZE);
+	struct zcx_ep_connect conn = { .ep = self->r.c.ep, .addr = self->r.c.addr };
+	char msg[100], got[sizeof(msg)] = { 0 };
+	struct zcx_sqe sqe;
+	struct zcx_cqe cqe;
+	char *gone, *ro;
+	unsigned int i;
+
+	for (i = 0; i < sizeof(msg); i++)
+		msg[i] = (char)(i * 7 + 1);
+	gone = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ro = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, gone);
+	ASSERT_NE(MAP_FAILED, ro);
+	ASSERT_EQ(0, munmap(gone, page));
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
+	/* Inline, and nobody receives yet: it completes at once, queued. */
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = conn.peer, .tag = 5,
+				.addr = (uintptr_t)msg, .len = sizeof(msg), .user_data = 1 };
+	ASSERT_EQ(0, raw_one(&self->r, &sqe, &cqe));
+	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_RECV, .tag = 5, .tag_mask = ~0ULL,
+				.len = sizeof(msg), .user_data = 2 };
+	sqe.addr = (uintptr_t)gone;
+	EXPECT_EQ(-EFAULT, raw_one(&self->r, &sqe, &cqe));
+	sqe.addr = (uintptr_t)ro;
+	EXPECT_EQ(-EFAULT, raw_one(&self->r, &sqe, &cqe));
+	sqe.addr = (uintptr_t)-4096;	/* kernel space */
+	EXPECT_EQ(-EFAULT, raw_one(&self->r, &sqe, &cqe));
+	/* The message is still there: this receive completes in the enter. */
+	sqe.addr = (uintptr_t)got;
+	zcx_raw_push(&self->r, &sqe);
+	ASSERT_EQ(1, zcx_raw_enter(&self->r, 1, 0, 0));
+	ASSERT_TRUE(zcx_raw_pop(&self->r, &cqe)) TH_LOG("the message is gone");
+	EXPECT_EQ(0, cqe.res);
+	EXPECT_EQ(sizeof(msg), cqe.len);
+	EXPECT_EQ(0, memcmp(msg, got, sizeof(msg)));
+	munmap(ro, page);
+}
+
 TEST_F(raw, ep_create_bad_args_and_limit)
 {
 	struct zcx_query q = { 0 };
