@@ -607,8 +607,8 @@ static int zcx_bar_wait(struct zcx_ep *ep, struct zcx_req *req)
 			continue;
 		}
 		if (req->phase_ == ZCX_BAR_TURN) {
-			/* Two of our requests on one barrier: the first one's round. */
-			sched_yield();
+			/* Two of our requests on one barrier: the first one's round (a yield). */
+			zcx_spin_pause(ep, 1, 1);
 			continue;
 		}
 		sqe.tag = req->round_;

@@ -171,9 +171,11 @@ uint64_t zcx_events_head(const struct zcx *zcx);
  * and the library rings the doorbell when the module asks for it.  While
  * it waits on a polled endpoint whose kernel thread shares its CPU with
  * other runnable threads (the module says so: ZCX_SQ_CPU_SHARED), the
- * library calls sched_yield() every 256 polls, so that polling threads
- * get a CPU on a node with more threads than CPUs.  With a CPU per
- * thread, waiting makes no system call.
+ * library takes the submissions the thread has not taken yet itself, one
+ * ZCX_IOC_ENTER each time, rather than wait for the thread's turn (with
+ * a module without ZCX_FEATURE_POLL_SUBMIT it calls sched_yield() every
+ * 256 polls instead).  With a CPU per thread, waiting makes no system
+ * call.
  *
  * Waiting spins on the completion ring before sleeping in the module:
  * ZCX_SPIN (environment) sets the number of polls (default 20000, 200000
