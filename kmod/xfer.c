@@ -550,26 +550,28 @@ void zcx_op_recv(struct zcx_op *op, u64 handle)
 		msg = zcx_find_unexpected(ep, op);
 		/*
 		 * An eager message into an unpinned buffer: copied with page
-		 * faults off, then once more after faulting the buffer in;
-		 * memory the fault handler serves but such a copy cannot
-		 * write (it would loop here) then takes the path below,
-		 * whose copy may fault, and fail.
+		 * faults off, then once more after faulting the buffer in.
+		 * If that fails too (the buffer changed meanwhile, or memory
+		 * the fault handler serves but such a copy cannot write),
+		 * the buffer is pinned below, as for a sender's pages: either
+		 * way a buffer that cannot take it leaves the message queued.
 		 */
 		n = msg ? min(op->len, msg->len) : 0;
-		if (n && msg->data && !op->region && !faulted_in) {
+		if (n && msg->data && !op->region) {
 			if (zcx_deliver_eager_nofault(op, msg))
 				return;
-			/* @msg may go once we unlock. */
-			mutex_unlock(&ep->match_mutex);
-			if (fault_in_safe_writeable(u64_to_user_ptr(op->addr), n)) {
-				zcx_op_complete(op, -EFAULT, 0, 0);
-				return;
+			if (!faulted_in) {
+				/* @msg may go once we unlock. */
+				mutex_unlock(&ep->match_mutex);
+				if (fault_in_safe_writeable(u64_to_user_ptr(op->addr), n)) {
+					zcx_op_complete(op, -EFAULT, 0, 0);
+					return;
+				}
+				faulted_in = true;
+				continue;
 			}
-			faulted_in = true;
-			continue;
-		}
-		/* A sender's pages are only copied from into pinned ones. */
-		if (msg && (msg->data || !msg->len || !op->len || op->region)) {
+		} else if (msg && (msg->data || !msg->len || !op->len || op->region)) {
+			/* A sender's pages are only copied from into pinned ones. */
 			list_del(&msg->link);
 			zcx_eager_done(msg);
 			mutex_unlock(&ep->match_mutex);

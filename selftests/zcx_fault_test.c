@@ -866,49 +866,70 @@ TEST_F(raw, bad_submissions)
 	EXPECT_EQ(7, cqe.user_data);
 }
 
+/* Receive the message of tag 5 into @buf: its completion, in the enter. */
+static int recv_now(struct zcx_raw_ep *r, void *buf, size_t len, struct zcx_cqe *cqe)
+{
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_RECV, .tag = 5, .tag_mask = ~0ULL,
+			       .addr = (uintptr_t)buf, .len = len, .user_data = 2 };
+
+	zcx_raw_push(r, &sqe);
+	if (zcx_raw_enter(r, 1, 0, 0) != 1)
+		return -100000;
+	/* None: the receive was posted, the message gone. */
+	return zcx_raw_pop(r, cqe) ? cqe->res : -100001;
+}
+
 /*
  * A receive into memory it cannot write fails (EFAULT) and leaves the
- * small message it matched queued: the next receive gets it, whole.
+ * small message it matched queued: the next receive gets it, whole, also
+ * into memory that must be faulted in first (its copy cannot fault).
  */
 TEST_F(raw, recv_into_bad_memory_leaves_the_message)
 {
 	const long page = sysconf(_SC_PAGESIZE);
 	struct zcx_ep_connect conn = { .ep = self->r.c.ep, .addr = self->r.c.addr };
 	char msg[100], got[sizeof(msg)] = { 0 };
+	char *gone, *ro, *half, *fresh;
 	struct zcx_sqe sqe;
 	struct zcx_cqe cqe;
-	char *gone, *ro;
 	unsigned int i;
 
 	for (i = 0; i < sizeof(msg); i++)
 		msg[i] = (char)(i * 7 + 1);
 	gone = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ro = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	half = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	fresh = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ASSERT_NE(MAP_FAILED, gone);
 	ASSERT_NE(MAP_FAILED, ro);
+	ASSERT_NE(MAP_FAILED, half);
+	ASSERT_NE(MAP_FAILED, fresh);
 	ASSERT_EQ(0, munmap(gone, page));
+	ASSERT_EQ(0, munmap(half + page, page));
 	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_EP_CONNECT, &conn));
-	/* Inline, and nobody receives yet: it completes at once, queued. */
-	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = conn.peer, .tag = 5,
-				.addr = (uintptr_t)msg, .len = sizeof(msg), .user_data = 1 };
-	ASSERT_EQ(0, raw_one(&self->r, &sqe, &cqe));
-	sqe = (struct zcx_sqe){ .opcode = ZCX_OP_RECV, .tag = 5, .tag_mask = ~0ULL,
-				.len = sizeof(msg), .user_data = 2 };
-	sqe.addr = (uintptr_t)gone;
-	EXPECT_EQ(-EFAULT, raw_one(&self->r, &sqe, &cqe));
-	sqe.addr = (uintptr_t)ro;
-	EXPECT_EQ(-EFAULT, raw_one(&self->r, &sqe, &cqe));
-	sqe.addr = (uintptr_t)-4096;	/* kernel space */
-	EXPECT_EQ(-EFAULT, raw_one(&self->r, &sqe, &cqe));
-	/* The message is still there: this receive completes in the enter. */
-	sqe.addr = (uintptr_t)got;
-	zcx_raw_push(&self->r, &sqe);
-	ASSERT_EQ(1, zcx_raw_enter(&self->r, 1, 0, 0));
-	ASSERT_TRUE(zcx_raw_pop(&self->r, &cqe)) TH_LOG("the message is gone");
-	EXPECT_EQ(0, cqe.res);
+	for (i = 0; i < 2; i++) {
+		/* Inline, and nobody receives yet: it completes at once, queued. */
+		sqe = (struct zcx_sqe){ .opcode = ZCX_OP_SEND, .peer = conn.peer, .tag = 5,
+					.addr = (uintptr_t)msg, .len = sizeof(msg),
+					.user_data = 1 };
+		ASSERT_EQ(0, raw_one(&self->r, &sqe, &cqe));
+	}
+	EXPECT_EQ(-EFAULT, recv_now(&self->r, gone, sizeof(msg), &cqe));
+	EXPECT_EQ(-EFAULT, recv_now(&self->r, ro, sizeof(msg), &cqe));
+	EXPECT_EQ(-EFAULT, recv_now(&self->r, (void *)-4096UL, sizeof(msg), &cqe));
+	/* Its first half writable, its second unmapped. */
+	EXPECT_EQ(-EFAULT, recv_now(&self->r, half + page - sizeof(msg) / 2, sizeof(msg), &cqe));
+	/* Both messages still there. */
+	ASSERT_EQ(0, recv_now(&self->r, got, sizeof(msg), &cqe)) TH_LOG("the message is gone");
 	EXPECT_EQ(sizeof(msg), cqe.len);
 	EXPECT_EQ(0, memcmp(msg, got, sizeof(msg)));
+	/* Never touched: no page there until the receive faults it in. */
+	ASSERT_EQ(0, recv_now(&self->r, fresh + 10, sizeof(msg), &cqe)) TH_LOG("the message is gone");
+	EXPECT_EQ(sizeof(msg), cqe.len);
+	EXPECT_EQ(0, memcmp(msg, fresh + 10, sizeof(msg)));
 	munmap(ro, page);
+	munmap(half, page);
+	munmap(fresh, page);
 }
 
 TEST_F(raw, ep_create_bad_args_and_limit)
