@@ -238,15 +238,24 @@ static bool zcx_over_limits_locked(const struct zcx_ctx *ctx, unsigned int extra
 	       (ctx->max_bytes && pages << PAGE_SHIFT > ctx->max_bytes);
 }
 
-/* Evict unused regions, oldest first, while the limits are exceeded. */
+/*
+ * Evict unused regions, oldest first, while the limits are exceeded.  Not
+ * those a transfer holds busy (a posted receive's, for as long as no
+ * message comes): their pages stay pinned until it ends, so evicting them
+ * would only let new regions past the limits.
+ */
 static bool zcx_evict_locked(struct zcx_ctx *ctx, unsigned int extra_regions,
 			     unsigned long extra_pages)
 {
+	struct zcx_region *r, *tmp;
 	bool evicted = false;
 
-	while (zcx_over_limits_locked(ctx, extra_regions, extra_pages) &&
-	       !list_empty(&ctx->lru)) {
-		zcx_region_evict_locked(list_first_entry(&ctx->lru, struct zcx_region, link));
+	list_for_each_entry_safe(r, tmp, &ctx->lru, link) {
+		if (!zcx_over_limits_locked(ctx, extra_regions, extra_pages))
+			break;
+		if (r->busy)
+			continue;
+		zcx_region_evict_locked(r);
 		evicted = true;
 	}
 	return evicted;

@@ -932,6 +932,45 @@ TEST_F(raw, recv_into_bad_memory_leaves_the_message)
 	munmap(fresh, page);
 }
 
+/*
+ * Posted receives hold their regions: the cache's byte limit counts them
+ * as in use, and a receive that would pin past it fails (ENOMEM) instead
+ * of evicting one of theirs, which would unpin nothing.
+ */
+TEST_F(raw, posted_receives_keep_the_byte_limit)
+{
+	const size_t limit = 1 << 20, each = limit / 4, n = 8;
+	struct zcx_limits lim = { .flags = ZCX_LIMIT_SET_BYTES, .cache_bytes = limit };
+	long long pinned = zcx_test_stat("pinned_pages");
+	const long page = sysconf(_SC_PAGESIZE);
+	unsigned int refused = 0;
+	struct zcx_sqe sqe;
+	struct zcx_cqe cqe;
+	char *buf;
+	size_t i;
+
+	buf = zcx_test_anon(n * each);
+	ASSERT_NE(NULL, buf);
+	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_LIMITS, &lim));
+	/* Nobody sends: each is posted, its region pinned, or refused. */
+	for (i = 0; i < n; i++) {
+		sqe = (struct zcx_sqe){ .opcode = ZCX_OP_RECV, .tag = i, .tag_mask = ~0ULL,
+					.addr = (uintptr_t)(buf + i * each), .len = each,
+					.user_data = i + 1 };
+		zcx_raw_push(&self->r, &sqe);
+	}
+	ASSERT_EQ(n, zcx_raw_enter(&self->r, n, 0, 0));
+	while (zcx_raw_pop(&self->r, &cqe)) {
+		EXPECT_EQ(-ENOMEM, cqe.res) TH_LOG("receive %llu", cqe.user_data);
+		EXPECT_LT(limit / each, cqe.user_data) TH_LOG("an early receive refused");
+		refused++;
+	}
+	EXPECT_EQ(n - limit / each, refused);
+	EXPECT_GE((long long)(limit / page), zcx_test_stat("pinned_pages") - pinned);
+	/* The teardown's destroy fails the posted ones and unpins. */
+	munmap(buf, n * each);
+}
+
 TEST_F(raw, ep_create_bad_args_and_limit)
 {
 	struct zcx_query q = { 0 };
