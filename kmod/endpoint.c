@@ -163,6 +163,7 @@ static void zcx_ep_fill(const struct zcx_ep *ep, struct zcx_ep_create *arg)
 }
 
 static int zcx_poller_start(struct zcx_ctx *ctx);
+static void zcx_user_poller_put(kuid_t user);
 
 int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 {
@@ -344,6 +345,7 @@ void zcx_eps_destroy(struct zcx_ctx *ctx)
 		kthread_stop(ctx->poller);
 		put_task_struct(ctx->poller);
 		ctx->poller = NULL;
+		zcx_user_poller_put(ctx->poller_user);
 		atomic_dec(&zcx_pollers);
 	}
 	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
@@ -884,6 +886,47 @@ out:
  */
 atomic_t zcx_pollers = ATOMIC_INIT(0);
 
+/*
+ * Each user's polling threads (uid -> count, an xarray value), kept only
+ * with max_pollers_per_user set, so that one user cannot take all
+ * max_pollers.  See the lock order in zcx.h.
+ */
+static DEFINE_MUTEX(zcx_user_pollers_mutex);
+static DEFINE_XARRAY(zcx_user_pollers);
+
+/* Count one more polling thread of @user: 0, or -EAGAIN past its share. */
+static int zcx_user_poller_get(kuid_t user)
+{
+	unsigned int share = zcx_max_pollers_per_user;
+	unsigned long n;
+	int ret = -EAGAIN;
+
+	if (!share)
+		return 0;
+	mutex_lock(&zcx_user_pollers_mutex);
+	n = xa_to_value(xa_load(&zcx_user_pollers, __kuid_val(user)) ?: xa_mk_value(0));
+	if (n < share)
+		ret = xa_err(xa_store(&zcx_user_pollers, __kuid_val(user), xa_mk_value(n + 1),
+				      GFP_KERNEL));
+	mutex_unlock(&zcx_user_pollers_mutex);
+	return ret;
+}
+
+static void zcx_user_poller_put(kuid_t user)
+{
+	unsigned long n;
+
+	if (!zcx_max_pollers_per_user)
+		return;
+	mutex_lock(&zcx_user_pollers_mutex);
+	n = xa_to_value(xa_load(&zcx_user_pollers, __kuid_val(user)));
+	if (n > 1)	/* in place: no allocation, no failure */
+		xa_store(&zcx_user_pollers, __kuid_val(user), xa_mk_value(n - 1), GFP_KERNEL);
+	else
+		xa_erase(&zcx_user_pollers, __kuid_val(user));
+	mutex_unlock(&zcx_user_pollers_mutex);
+}
+
 void zcx_poller_kick(struct zcx_ctx *ctx)
 {
 	WRITE_ONCE(ctx->poll_kick, true);
@@ -1095,22 +1138,31 @@ static int zcx_poller_start(struct zcx_ctx *ctx)
 		atomic_dec(&zcx_pollers);
 		return -EAGAIN;
 	}
+	ret = zcx_user_poller_get(current_euid());
+	if (ret)
+		goto err_node;
 	task = kthread_create(zcx_poller, ctx, "zcx-poll/%d", task_tgid_nr(current));
 	if (IS_ERR(task)) {
-		atomic_dec(&zcx_pollers);
-		return PTR_ERR(task);
+		ret = PTR_ERR(task);
+		goto err_user;
 	}
 	ret = cgroup_attach_task_all(current, task);
 	if (ret) {
 		/* Never woken: it ends without running zcx_poller(). */
 		kthread_stop(task);
-		atomic_dec(&zcx_pollers);
-		return ret;
+		goto err_user;
 	}
 	get_task_struct(task);
 	ctx->poller = task;
+	ctx->poller_user = current_euid();
 	wake_up_process(task);
 	return 0;
+
+err_user:
+	zcx_user_poller_put(current_euid());
+err_node:
+	atomic_dec(&zcx_pollers);
+	return ret;
 }
 
 /*

@@ -37,6 +37,10 @@ unsigned int zcx_max_pollers = 64;
 module_param_named(max_pollers, zcx_max_pollers, uint, 0444);
 MODULE_PARM_DESC(max_pollers, "Polling threads on the node at most, one per context using ZCX_EP_POLL (default 64)");
 
+unsigned int zcx_max_pollers_per_user;
+module_param_named(max_pollers_per_user, zcx_max_pollers_per_user, uint, 0444);
+MODULE_PARM_DESC(max_pollers_per_user, "Polling threads of one user's processes at most (default 0: no share of its own, max_pollers for all users together)");
+
 unsigned int zcx_zcopy_threshold = 4096;
 module_param_named(zcopy_threshold, zcx_zcopy_threshold, uint, 0444);
 MODULE_PARM_DESC(zcopy_threshold, "Message size in bytes from which data is not sent inline (default 4096)");

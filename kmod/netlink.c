@@ -31,6 +31,7 @@ static const struct nla_policy zcx_nl_policy[ZCX_ATTR_MAX + 1] = {
 	[ZCX_ATTR_PARAM_EAGER_CREDITS]		= { .type = NLA_U32 },
 	[ZCX_ATTR_PARAM_POLL_IDLE_US]		= { .type = NLA_U32 },
 	[ZCX_ATTR_PARAM_MAX_POLLERS]		= { .type = NLA_U32 },
+	[ZCX_ATTR_PARAM_MAX_POLLERS_PER_USER]	= { .type = NLA_U32 },
 };
 
 /*
@@ -388,7 +389,8 @@ static int zcx_nl_put_params(struct sk_buff *skb)
 	    nla_put_u32(skb, ZCX_ATTR_PARAM_ZCOPY_THRESHOLD, READ_ONCE(zcx_zcopy_threshold)) ||
 	    nla_put_u32(skb, ZCX_ATTR_PARAM_EAGER_CREDITS, READ_ONCE(zcx_eager_credits)) ||
 	    nla_put_u32(skb, ZCX_ATTR_PARAM_POLL_IDLE_US, READ_ONCE(zcx_poll_idle_us)) ||
-	    nla_put_u32(skb, ZCX_ATTR_PARAM_MAX_POLLERS, zcx_max_pollers))
+	    nla_put_u32(skb, ZCX_ATTR_PARAM_MAX_POLLERS, zcx_max_pollers) ||
+	    nla_put_u32(skb, ZCX_ATTR_PARAM_MAX_POLLERS_PER_USER, zcx_max_pollers_per_user))
 		return -EMSGSIZE;
 	return 0;
 }
@@ -444,7 +446,10 @@ static void zcx_nl_set_u32(struct genl_info *info, int attr, unsigned int *param
  */
 static int zcx_nl_set_params(struct sk_buff *skb, struct genl_info *info)
 {
-	static const int fixed[] = { ZCX_ATTR_PARAM_RING_DEPTH, ZCX_ATTR_PARAM_MAX_POLLERS };
+	static const int fixed[] = {
+		ZCX_ATTR_PARAM_RING_DEPTH, ZCX_ATTR_PARAM_MAX_POLLERS,
+		ZCX_ATTR_PARAM_MAX_POLLERS_PER_USER,
+	};
 	static const int settable[] = {
 		ZCX_ATTR_PARAM_CACHE_ENTRIES, ZCX_ATTR_PARAM_CACHE_BYTES,
 		ZCX_ATTR_PARAM_ZCOPY_THRESHOLD, ZCX_ATTR_PARAM_EAGER_CREDITS,

@@ -46,6 +46,9 @@
  * list; taken alone or under ep_mutex (an endpoint's address), it holds no
  * other lock.
  *
+ * zcx_user_pollers_mutex (endpoint.c) is a leaf: each user's polling
+ * threads, counted under ep_mutex as one starts or stops.
+ *
  * The cgroup core's locks (cgroup_mutex, the threadgroup rwsem, the CPU
  * hotplug lock) are taken under ep_mutex, once per context, when its
  * polling thread joins its creator's cgroups (zcx_poller_start()); none
@@ -90,6 +93,7 @@ extern unsigned long zcx_cache_bytes;		/* settable */
 extern unsigned int zcx_eager_credits;		/* settable */
 extern unsigned int zcx_poll_idle_us;		/* settable */
 extern unsigned int zcx_max_pollers;
+extern unsigned int zcx_max_pollers_per_user;
 extern atomic_t zcx_pollers;
 
 #define ZCX_MAX_CACHE_ENTRIES	(1U << 20)
@@ -241,6 +245,8 @@ struct zcx_mm_contexts;
  *		so that the polling thread looks at no others.
  * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL;
  *		killable (zcx_poller_kill()) ...
+ * @poller_user: the effective uid that started it, whose share
+ *		(max_pollers_per_user) it takes.
  * @poller_killed: ... and then killed: it serves no more.
  * @poll_wait:	where it sleeps when idle ...
  * @poll_kick:	... until this is set (ZCX_ENTER_SQ_WAKEUP).
@@ -301,6 +307,7 @@ struct zcx_ctx {
 	struct zcx_ep __rcu *eps[ZCX_MAX_ENDPOINTS];
 	DECLARE_BITMAP(polled, ZCX_MAX_ENDPOINTS);
 	struct task_struct *poller;
+	kuid_t poller_user;
 	bool poller_killed;
 	wait_queue_head_t poll_wait;
 	bool poll_kick;

@@ -11,7 +11,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <sys/wait.h>
+
 #include "kselftest_harness.h"
+#include "zcx_creds.h"
 #include "zcx_module.h"
 #include "zcx_test.h"
 
@@ -142,6 +145,48 @@ TEST_F(module, parameters_reach_query)
 	EXPECT_EQ(1048576, q.cache_bytes);
 	EXPECT_EQ(3, q.eager_credits);
 	close(fd);
+}
+
+/* A context of its own in *@fd with a polled endpoint: 0 or its error. */
+static int polled_endpoint(int *fd)
+{
+	struct zcx_ep_create c = { .flags = ZCX_EP_POLL, .sq_entries = 8 };
+
+	*fd = zcx_test_open();
+	if (*fd < 0)
+		return -ENODEV;
+	return zcx_test_ioctl(*fd, ZCX_IOC_EP_CREATE, &c);
+}
+
+/*
+ * max_pollers_per_user: a user's polling threads stop at its share, and
+ * another user still gets one; a context closed gives its thread back.
+ */
+TEST_F(module, pollers_per_user)
+{
+	int fd[3], nobody_fd, status, i;
+	pid_t child;
+
+	ASSERT_EQ(0, unload_module());
+	ASSERT_EQ(0, load_module("max_pollers_per_user=2"));
+	ASSERT_EQ(0, wait_for_device());
+	EXPECT_EQ(2, zcx_test_read_number(ZCX_MODULE_PARAM("max_pollers_per_user")));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(0, polled_endpoint(&fd[i])) TH_LOG("thread %d", i);
+	EXPECT_EQ(-EAGAIN, polled_endpoint(&fd[2]));
+	/* Another user's share is whole. */
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child)
+		_exit(zcx_test_drop_to_nobody() ? 10 : polled_endpoint(&nobody_fd) ? 11 : 0);
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	EXPECT_EQ(0, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
+	/* A context closed, its thread goes: room for one more. */
+	close(fd[0]);
+	close(fd[2]);
+	EXPECT_EQ(0, polled_endpoint(&fd[0]));
+	close(fd[0]);
+	close(fd[1]);
 }
 
 /* Several refused loads and a reload: slow on the debug kernel in TCG. */

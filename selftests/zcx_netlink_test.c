@@ -566,6 +566,8 @@ TEST_F(params, set_round_trips_bad_values_change_nothing)
 
 	EXPECT_TRUE(self->saved.has[ZCX_ATTR_PARAM_RING_DEPTH]);
 	EXPECT_TRUE(self->saved.has[ZCX_ATTR_PARAM_MAX_POLLERS]);
+	EXPECT_EQ(sysfs_param("max_pollers_per_user"),
+		  self->saved.val[ZCX_ATTR_PARAM_MAX_POLLERS_PER_USER]);
 	EXPECT_EQ(ZCX_ABI_VERSION, self->saved.val[ZCX_ATTR_ABI_VERSION]);
 	EXPECT_EQ(sysfs_param("ring_depth"), self->saved.val[ZCX_ATTR_PARAM_RING_DEPTH]);
 
@@ -609,6 +611,9 @@ TEST_F(params, set_round_trips_bad_values_change_nothing)
 	/* Fixed at load time; and an empty request. */
 	memset(&req, 0, sizeof(req));
 	zcx_nl_add(&req, ZCX_ATTR_PARAM_RING_DEPTH, 64, false);
+	EXPECT_EQ(-EINVAL, set_params(&req, &reply));
+	memset(&req, 0, sizeof(req));
+	zcx_nl_add(&req, ZCX_ATTR_PARAM_MAX_POLLERS_PER_USER, 1, false);
 	EXPECT_EQ(-EINVAL, set_params(&req, &reply));
 	memset(&req, 0, sizeof(req));
 	EXPECT_EQ(-EINVAL, set_params(&req, &reply));

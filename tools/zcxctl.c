@@ -94,6 +94,7 @@ static const struct param_desc {
 	{ { ZCX_ATTR_PARAM_EAGER_CREDITS,	"eager_credits",	KIND_U32 }, true },
 	{ { ZCX_ATTR_PARAM_POLL_IDLE_US,	"poll_idle_us",		KIND_U32 }, true },
 	{ { ZCX_ATTR_PARAM_MAX_POLLERS,		"max_pollers",		KIND_U32 }, false },
+	{ { ZCX_ATTR_PARAM_MAX_POLLERS_PER_USER, "max_pollers_per_user", KIND_U32 }, false },
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))

@@ -553,7 +553,8 @@ struct zcx_ring_offsets {
  *
  * Errors: EINVAL (flags, size, reserved), ENOSPC (ZCX_MAX_ENDPOINTS
  * already), EAGAIN (ZCX_EP_POLL: the node runs max_pollers polling
- * threads already), ENOMEM.
+ * threads already, or the caller's effective uid max_pollers_per_user),
+ * ENOMEM.
  */
 struct zcx_ep_create {
 	__u32 flags;
@@ -1022,6 +1023,7 @@ enum zcx_nl_attr {
 	ZCX_ATTR_DEV_REGS,		/* u64: registrations RDMA devices keep now */
 	ZCX_ATTR_DEV_REGS_TOTAL,	/* u64: ... made so far */
 	ZCX_ATTR_DEV_REGS_POSTED,	/* u64: registrations asked of them */
+	ZCX_ATTR_PARAM_MAX_POLLERS_PER_USER,	/* u32, read-only */
 	__ZCX_ATTR_MAX,
 	ZCX_ATTR_MAX = __ZCX_ATTR_MAX - 1
 };
