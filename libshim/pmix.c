@@ -84,14 +84,20 @@ ZCX_EXPORT uint32_t zcx_pmix_size(const struct zcx_pmix *job)
 	return job->size;
 }
 
-/* Publish @len bytes at @blob (if non-NULL) under the next key and wait for every rank. */
+/*
+ * Publish @len bytes at @blob (if non-NULL) under the next key and wait
+ * for every rank.  The fence is always made, whatever failed before it,
+ * so that no other rank waits in it for ever (our blob then missing,
+ * those who read it fail).
+ */
 static int zcx_pmix_exchange(struct zcx_pmix *job, const void *blob, size_t len, char *key,
 			     size_t key_size)
 {
-	pmix_value_t val;
+	pmix_status_t rc = PMIX_SUCCESS, fenced;
+	const char *what = "PMIx_Put";
 	pmix_info_t collect;
+	pmix_value_t val;
 	bool yes = true;
-	pmix_status_t rc;
 
 	snprintf(key, key_size, "zcx.%u", job->seq++);
 	if (blob) {
@@ -99,18 +105,19 @@ static int zcx_pmix_exchange(struct zcx_pmix *job, const void *blob, size_t len,
 		val.data.bo.bytes = (char *)blob;
 		val.data.bo.size = len;
 		rc = PMIx_Put(PMIX_GLOBAL, key, &val);
-		if (rc != PMIX_SUCCESS)
-			return zcx_pmix_error("PMIx_Put", rc);
 	}
-	rc = PMIx_Commit();
-	if (rc != PMIX_SUCCESS)
-		return zcx_pmix_error("PMIx_Commit", rc);
+	if (rc == PMIX_SUCCESS) {
+		rc = PMIx_Commit();
+		what = "PMIx_Commit";
+	}
 	PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-	rc = PMIx_Fence(NULL, 0, &collect, 1);
+	fenced = PMIx_Fence(NULL, 0, &collect, 1);
 	PMIX_INFO_DESTRUCT(&collect);
-	if (rc != PMIX_SUCCESS)
-		return zcx_pmix_error("PMIx_Fence", rc);
-	return 0;
+	if (rc == PMIX_SUCCESS) {
+		rc = fenced;
+		what = "PMIx_Fence";
+	}
+	return rc == PMIX_SUCCESS ? 0 : zcx_pmix_error(what, rc);
 }
 
 /* Rank @rank's blob of @len bytes under @key into @blob. */

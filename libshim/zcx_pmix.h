@@ -69,10 +69,13 @@ int zcx_pmix_bcast(struct zcx_pmix *job, uint32_t root, struct zcx_addr *addr);
  * *g is ready for zcx_group_barrier().  Two PMIx fences, two PMIx_Get
  * per round (log2 of the job size) for the partners of that round, and
  * one barrier of the group.  Every rank gets a group, or every rank an
- * error: a rank that fails (its own errno) still takes part in every
- * step, so none waits for it; the others fail with -ECONNRESET (or the
- * errno of a step of theirs that failed).  A runtime can fall back to
- * another transport everywhere alike.
+ * error: a rank whose part fails (its own errno) still takes part in
+ * every step, so none waits for it, and the others fail too (-ECONNRESET,
+ * or the errno of a step of theirs: a connect to a rank that had no
+ * addresses, -EINVAL).  A runtime can fall back to another transport
+ * everywhere alike.  Not so for a rank that fails or dies within that
+ * first barrier: as in any barrier of the group, members that heard
+ * from it already may pass.
  */
 struct zcx;
 struct zcx_group;
