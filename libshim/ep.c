@@ -363,7 +363,8 @@ static int zcx_publish_locked(struct zcx_ep *ep, const struct zcx_sqe *sqe, bool
  * completion, that completion may have been its own: a NOP's completion
  * wakes it to look.  With no room for the NOP, the entries that fill the
  * SQ wake it: the kernel may not have taken them for want of the CQ room
- * we just made, so ring for them.
+ * we just made, so ring for them (on a polled endpoint too, whose thread
+ * may sleep without looking again soon: zcx_poll_doorbell_locked()).
  */
 static void zcx_unlock(struct zcx_ep *ep)
 {
@@ -373,7 +374,7 @@ static void zcx_unlock(struct zcx_ep *ep)
 		if (!zcx_sq_full(ep)) {
 			ep->wake_waiter = false;
 			zcx_publish_locked(ep, &nop, false);
-		} else if (ep->unsubmitted) {
+		} else if (ep->unsubmitted || (ep->flags & ZCX_EP_POLL)) {
 			zcx_ring_doorbell_locked(ep);
 		}
 	}

@@ -275,7 +275,8 @@ int zcx_get(struct zcx_ep *ep, uint32_t peer, void *buf, size_t len,
  * be waiting for it, or, when the barrier has more members than the node
  * has CPUs, at every poll, each yield counting as 256 polls.  A second
  * zcx_ibarrier() on the same barrier before the first completed arrives
- * once the first's round is over.  If mapping the barrier's page fails
+ * once the first's round is over; a wait for it until then does not
+ * sleep in the module but yields the CPU at every poll.  If mapping the barrier's page fails
  * (an mmap() errno such as -ENOMEM), the endpoint has joined but can
  * never arrive: destroy it, which breaks the barrier.
  */

@@ -648,13 +648,15 @@ static void *sleeper_main(void *arg)
 {
 	struct sleeper *s = arg;
 	unsigned int r;
+	int ret = 0;
 
 	__atomic_store_n(&s->tid, gettid(), __ATOMIC_RELEASE);
-	for (r = 0; r < s->rounds && !s->ret; r++) {
-		s->ret = zcx_barrier(s->ep, s->bar);
-		if (!s->ret)
+	for (r = 0; r < s->rounds && !ret; r++) {
+		ret = zcx_barrier(s->ep, s->bar);
+		if (!ret)
 			__atomic_store_n(&s->done, r + 1, __ATOMIC_RELEASE);
 	}
+	__atomic_store_n(&s->ret, ret, __ATOMIC_RELEASE);
 	return NULL;
 }
 
@@ -695,8 +697,8 @@ TEST(polled_last_member_wakes_the_sleepers)
 		/* Both asleep in the module in round r: we are the last. */
 		for (i = 0; i < 2 && !stranded; i++) {
 			deadline = xnow_ns() + 10000000000ULL * zcx_test_slowdown();
-			while (__atomic_load_n(&s[i].done, __ATOMIC_ACQUIRE) < r && !s[i].ret &&
-			       xnow_ns() < deadline)
+			while (__atomic_load_n(&s[i].done, __ATOMIC_ACQUIRE) < r &&
+			       !__atomic_load_n(&s[i].ret, __ATOMIC_ACQUIRE) && xnow_ns() < deadline)
 				sched_yield();
 			stranded = __atomic_load_n(&s[i].done, __ATOMIC_ACQUIRE) < r ||
 				   !zcx_test_await_thread_state(&s[i].tid, 'S', 10000);
