@@ -44,7 +44,13 @@ fi
 logdir=$top/build/logs
 mkdir -p "$logdir"
 
-budget=$((${ZCX_CHECK_MINUTES:-80} * 60))
+budget=${ZCX_CHECK_MINUTES:-80}
+if [[ ! $budget =~ ^[0-9]+$ ]]; then
+	echo "check.sh: ZCX_CHECK_MINUTES must be a number of minutes, not '$budget'" >&2
+	echo "0 passed, 1 failed, 0 skipped"
+	exit 2
+fi
+budget=$((budget * 60))
 passed=0
 failed=0
 skipped=0

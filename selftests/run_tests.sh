@@ -52,7 +52,7 @@ if [ "$(id -u)" = 0 ] && ! compgen -G '/sys/class/infiniband/*' > /dev/null; the
 	# (Built into the debug kernel, which has no modules to probe.)
 	modprobe rdma_rxe 2>/dev/null
 	if ! err=$(rdma link add rxe0 type rxe netdev lo 2>&1); then
-		echo "# rdma link add rxe0 type rxe netdev lo: $err"
+		echo "# rdma link add rxe0 type rxe netdev lo: $err" | tee -a "$tapdir/run_tests.tap"
 		runner_failed soft-roce-on-lo
 	fi
 fi
