@@ -38,20 +38,26 @@ log=$(mktemp)
 status=0
 n=0
 
+# verdict NAME RC OK: case NAME's TAP line, ok if RC is 0 and OK is 1;
+# else with the log.
+verdict() {
+	n=$((n + 1))
+	if [ "$2" -eq 0 ] && [ "$3" = 1 ]; then
+		echo "ok $n pmix.$1"
+	else
+		sed 's/^/# /' "$log"
+		echo "# exit status $2"
+		echo "not ok $n pmix.$1"
+		status=1
+	fi
+}
+
 # report NAME RC EXPECTED: ok if RC is 0 and the output has exactly the
 # lines of EXPECTED, in any order.
 report() {
-	local name=$1 rc=$2 want
-	n=$((n + 1))
-	want=$(sort <<<"$3")
-	if [ "$rc" -eq 0 ] && [ "$(grep '^rank ' "$log" | sort)" = "$want" ]; then
-		echo "ok $n pmix.$name"
-	else
-		sed 's/^/# /' "$log"
-		echo "# exit status $rc"
-		echo "not ok $n pmix.$name"
-		status=1
-	fi
+	local ok=0
+	[ "$(grep '^rank ' "$log" | sort)" = "$(sort <<<"$3")" ] && ok=1
+	verdict "$1" "$2" $ok
 }
 
 # ok_lines NPROCS BYTES: what every rank prints.
@@ -91,15 +97,8 @@ group_fails() {
 			[[ $line =~ ^rank\ $r:\ group\ -[0-9]+$ ]] || ok=0
 		fi
 	done
-	n=$((n + 1))
-	if [ "$rc" -eq 0 ] && [ $ok = 1 ] && ! grep -q 'barrier' "$log"; then
-		echo "ok $n pmix.$name"
-	else
-		sed 's/^/# /' "$log"
-		echo "# exit status $rc"
-		echo "not ok $n pmix.$name"
-		status=1
-	fi
+	! grep -q 'barrier' "$log" || ok=0
+	verdict "$name" "$rc" $ok
 }
 
 if [ -x "$check" ]; then
