@@ -71,8 +71,27 @@ static void zcx_bar_put(struct zcx_barrier *bar)
 	kref_put(&bar->ref, zcx_bar_release);
 }
 
-/* Make @bar member number *@idx of endpoint @idx_ep; takes our reference. */
-static int zcx_bar_attach(struct zcx_ctx *ctx, u32 ep_idx, struct zcx_barrier *bar, u32 *idx)
+/* Count one more member of @bar, unless it is broken or full. */
+static int zcx_bar_count_joiner(struct zcx_barrier *bar)
+{
+	int ret;
+
+	spin_lock(&bar->lock);
+	ret = bar->broken ? -ECONNRESET : bar->joined == bar->nprocs ? -EBUSY : 0;
+	if (!ret)
+		bar->joined++;
+	spin_unlock(&bar->lock);
+	return ret;
+}
+
+/*
+ * Make @bar member number *@idx of endpoint @idx_ep; takes our reference.
+ * A joiner (@join) is counted only here, once its endpoint and a place on
+ * it are found: a join that fails never holds a member's place, not even
+ * while it waits for ep_mutex (a join then refused as full).
+ */
+static int zcx_bar_attach(struct zcx_ctx *ctx, u32 ep_idx, struct zcx_barrier *bar, bool join,
+			  u32 *idx)
 {
 	struct zcx_ep *ep;
 	int ret = -ENOENT;
@@ -83,22 +102,23 @@ static int zcx_bar_attach(struct zcx_ctx *ctx, u32 ep_idx, struct zcx_barrier *b
 	ep = rcu_dereference_protected(ep_idx < ZCX_MAX_ENDPOINTS ? ctx->eps[ep_idx] : NULL,
 				       lockdep_is_held(&ctx->ep_mutex));
 	if (ep) {
-		ret = -ENOSPC;
-		for (i = 0; i < ZCX_MAX_BARRIERS; i++) {
-			if (!ep->bars[i]) {
-				/* Initialised before lockless readers see it. */
-				smp_store_release(&ep->bars[i], bar);
-				*idx = i;
-				ret = 0;
-				break;
-			}
+		spin_lock(&ep->bars_lock);
+		for (i = 0; i < ZCX_MAX_BARRIERS && ep->bars[i]; i++)
+			;
+		ret = i == ZCX_MAX_BARRIERS ? -ENOSPC : join ? zcx_bar_count_joiner(bar) : 0;
+		if (!ret) {
+			clear_bit(i, ep->bars_used);
+			/* Initialised before lockless readers see it. */
+			smp_store_release(&ep->bars[i], bar);
+			*idx = i;
 		}
+		spin_unlock(&ep->bars_lock);
 	}
 	mutex_unlock(&ctx->ep_mutex);
 	return ret;
 }
 
-/* Undo a join that could not be attached. */
+/* Give a member's place back: an undone join that never used it. */
 static void zcx_bar_unjoin(struct zcx_barrier *bar)
 {
 	spin_lock(&bar->lock);
@@ -151,7 +171,7 @@ int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg)
 	arg->addr.kind = ZCX_ADDR_BARRIER;
 	arg->addr.id = bar->id;
 	arg->addr.key = bar->key;
-	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
+	ret = zcx_bar_attach(ctx, arg->ep, bar, false, &arg->bar);
 	if (ret)
 		zcx_bar_put(bar);
 	else
@@ -179,20 +199,12 @@ int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg)
 	if (!uid_eq(bar->owner, current_euid()))
 		goto out_put;
 
-	spin_lock(&bar->lock);
-	ret = bar->broken ? -ECONNRESET : bar->joined == bar->nprocs ? -EBUSY : 0;
-	if (!ret)
-		bar->joined++;
-	spin_unlock(&bar->lock);
+	arg->nprocs = bar->nprocs;
+	ret = zcx_bar_attach(ctx, arg->ep, bar, true, &arg->bar);
 	if (ret)
 		goto out_put;
-	arg->nprocs = bar->nprocs;
-	ret = zcx_bar_attach(ctx, arg->ep, bar, &arg->bar);
-	if (ret)
-		zcx_bar_unjoin(bar);
-	else
-		arg->mmap_offset = zcx_bar_mmap_offset(arg->ep, arg->bar);
-	return ret;
+	arg->mmap_offset = zcx_bar_mmap_offset(arg->ep, arg->bar);
+	return 0;
 
 out_put:
 	if (bar)
@@ -213,6 +225,21 @@ static void zcx_bar_set_sleepers_locked(struct zcx_barrier *bar, u32 sleepers)
 	WRITE_ONCE(bar->state->sleepers, sleepers);
 }
 
+/* Move the waits whose round is over to @done.  bar->lock held. */
+static void zcx_bar_take_passed_locked(struct zcx_barrier *bar, struct list_head *done)
+{
+	struct zcx_op *it, *tmp;
+	u32 woken = 0;
+
+	list_for_each_entry_safe(it, tmp, &bar->waiters, link) {
+		if (zcx_bar_passed(bar, it->tag)) {
+			list_move_tail(&it->link, done);
+			woken++;
+		}
+	}
+	zcx_bar_set_sleepers_locked(bar, bar->sleepers - woken);
+}
+
 /*
  * Wait until round @op->tag is over; and wake the waits whose round is.
  * The waiter publishes itself in the sleepers count before it looks at
@@ -224,9 +251,7 @@ static void zcx_bar_set_sleepers_locked(struct zcx_barrier *bar, u32 sleepers)
 void zcx_op_barrier(struct zcx_op *op, u32 idx)
 {
 	struct zcx_barrier *bar = NULL;
-	struct zcx_op *it, *tmp;
 	LIST_HEAD(done);
-	u32 woken = 0;
 
 	if (idx < ZCX_MAX_BARRIERS)
 		/* Pairs with the release in zcx_bar_attach(). */
@@ -247,13 +272,33 @@ void zcx_op_barrier(struct zcx_op *op, u32 idx)
 	zcx_bar_set_sleepers_locked(bar, bar->sleepers + 1);
 	/* Sleepers before round: pairs with the members' fence after it. */
 	smp_mb();
-	list_for_each_entry_safe(it, tmp, &bar->waiters, link) {
-		if (zcx_bar_passed(bar, it->tag)) {
-			list_move_tail(&it->link, &done);
-			woken++;
-		}
-	}
-	zcx_bar_set_sleepers_locked(bar, bar->sleepers - woken);
+	zcx_bar_take_passed_locked(bar, &done);
+	spin_unlock(&bar->lock);
+	zcx_ops_complete(&done, 0);
+}
+
+/*
+ * A ZCX_OP_BARRIER of @ep for barrier @idx that failed before it could
+ * run (no memory for it): it may have been a member's wake-up, after
+ * which nothing else wakes the waits whose round is over; they are woken
+ * all the same.  sq_mutex held.
+ */
+void zcx_bar_wake_passed(struct zcx_ep *ep, u32 idx)
+{
+	struct zcx_barrier *bar;
+	LIST_HEAD(done);
+
+	if (idx >= ZCX_MAX_BARRIERS)
+		return;
+	/* Pairs with the release in zcx_bar_attach(). */
+	bar = smp_load_acquire(&ep->bars[idx]);
+	if (!bar)
+		return;
+	spin_lock(&bar->lock);
+	/* Sleepers before round, as above. */
+	smp_mb();
+	if (!bar->broken)
+		zcx_bar_take_passed_locked(bar, &done);
 	spin_unlock(&bar->lock);
 	zcx_ops_complete(&done, 0);
 }
@@ -286,11 +331,12 @@ void zcx_ep_leave_barriers(struct zcx_ep *ep)
 	u32 i;
 
 	for (i = 0; i < ZCX_MAX_BARRIERS; i++) {
+		spin_lock(&ep->bars_lock);
 		bar = ep->bars[i];
-		if (!bar)
-			continue;
 		WRITE_ONCE(ep->bars[i], NULL);
-		zcx_bar_leave(bar);
+		spin_unlock(&ep->bars_lock);
+		if (bar)
+			zcx_bar_leave(bar);
 	}
 }
 
@@ -313,10 +359,11 @@ void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
 	if (ep) {
 		/* Not while a submission may be looking at it. */
 		zcx_ep_lock_sq(ep);
+		spin_lock(&ep->bars_lock);
 		bar = ep->bars[idx];
 		WRITE_ONCE(ep->bars[idx], NULL);
-		/* Fully ordered: pairs with the barrier in zcx_bar_mmap(). */
 		used = test_and_clear_bit(idx, ep->bars_used);
+		spin_unlock(&ep->bars_lock);
 		mutex_unlock(&ep->sq_mutex);
 	}
 	mutex_unlock(&ctx->ep_mutex);
@@ -346,19 +393,19 @@ int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 	ep = zcx_ep_get(ctx, (offset >> ZCX_MMAP_EP_SHIFT) - 1);
 	if (!ep)
 		return -EINVAL;
-	rcu_read_lock();
 	/*
-	 * Marked used only if a barrier is there: a stray mmap() of a free
-	 * number must not keep a join there later from being undone.
+	 * Marked used only with the membership it maps, under bars_lock: a
+	 * stray mmap() of a free number, or one racing the undo of a join
+	 * there, must not keep a later join there from being undone.
 	 */
-	bar = smp_load_acquire(&ep->bars[idx]);
-	if (bar) {
+	rcu_read_lock();
+	spin_lock(&ep->bars_lock);
+	bar = ep->bars[idx];
+	if (bar && kref_get_unless_zero(&bar->ref))
 		set_bit(idx, ep->bars_used);
-		/* Used, then looked at again: zcx_bar_detach() sees it, or we see it gone. */
-		smp_mb__after_atomic();
-		if (READ_ONCE(ep->bars[idx]) != bar || !kref_get_unless_zero(&bar->ref))
-			bar = NULL;
-	}
+	else
+		bar = NULL;
+	spin_unlock(&ep->bars_lock);
 	rcu_read_unlock();
 	zcx_ep_put(ep);
 	if (!bar)

@@ -189,6 +189,7 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	spin_lock_init(&ep->cq_lock);
 	init_waitqueue_head(&ep->cq_wait);
 	mutex_init(&ep->match_mutex);
+	spin_lock_init(&ep->bars_lock);
 	INIT_LIST_HEAD(&ep->posted);
 	INIT_LIST_HEAD(&ep->unexpected);
 	INIT_LIST_HEAD(&ep->accepted);
@@ -747,6 +748,8 @@ static int zcx_sq_take(struct zcx_ep *ep, u32 max)
 			 * would run late, on the next ring).
 			 */
 			zcx_cq_post(ep, sqe.opcode, sqe.user_data, -ENOMEM, 0, 0);
+			if (sqe.opcode == ZCX_OP_BARRIER)
+				zcx_bar_wake_passed(ep, sqe.peer);
 			goto taken;
 		}
 		kref_get(&ep->ref);

@@ -26,6 +26,8 @@
  *				waiting for it means the pages are unpinned
  *				(but those transfers under way hold busy);
  *   mm->mmap_lock		taken by pinning and the VMA check;
+ *   zcx_ep.bars_lock	spinlock: an endpoint's barrier numbers
+ *				(taken under mmap_lock by mmap());
  *   zcx_barrier.lock	spinlock: a barrier's sleepers;
  *   zcx_ctx.stats_lock	spinlock: the transport counters of the
  *				context's endpoints, live and destroyed, so
@@ -371,6 +373,8 @@ struct zcx_barrier;
  *		under @sq_mutex or RCU).
  * @bars_used:	numbers of @bars that a submission or an mmap() used: a
  *		join undone before any did gives its place back.
+ * @bars_lock:	taken to change @bars, and by an mmap() to mark the
+ *		membership it maps used, so that it marks no other.
  * @stats:	completions posted (under @cq_lock); added to the context's
  *		@xfer_closed when the endpoint is destroyed ...
  * @counted:	... until then on the context's @counted list.
@@ -409,6 +413,7 @@ struct zcx_ep {
 	struct xarray conns;
 	struct zcx_barrier *bars[ZCX_MAX_BARRIERS];
 	DECLARE_BITMAP(bars_used, ZCX_MAX_BARRIERS);
+	spinlock_t bars_lock;
 	struct zcx_xfer_stats stats;
 	struct list_head counted;
 };
@@ -505,6 +510,7 @@ void zcx_exposed_destroy(struct zcx_ctx *ctx);
 int zcx_bar_create(struct zcx_ctx *ctx, struct zcx_bar_create *arg);
 int zcx_bar_join(struct zcx_ctx *ctx, struct zcx_bar_join *arg);
 void zcx_op_barrier(struct zcx_op *op, u32 bar);
+void zcx_bar_wake_passed(struct zcx_ep *ep, u32 bar);
 void zcx_ep_leave_barriers(struct zcx_ep *ep);
 void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx);
 int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma);

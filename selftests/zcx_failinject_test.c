@@ -20,6 +20,8 @@
  *  - random: failslab and fail_page_alloc with task-filter, only this
  *    thread marked (make-it-fail), at several probabilities, the whole
  *    scenario armed.
+ * Also: a barrier member's wake-up whose operation cannot be allocated
+ * still wakes the member asleep in the round it ended.
  * Skipped where the kernel has no fault injection (Debian's kernels; the
  * project's debug kernel has it).
  */
@@ -689,6 +691,59 @@ TEST_F_TIMEOUT(fi, fail_nth_every_step, 900)
 	EXPECT_EQ(0, enter_undocumented)
 		TH_LOG("ZCX_IOC_ENTER failed %d times with errno %d (%s), leaving the entry in the SQ",
 		       enter_undocumented, enter_undocumented_errno, strerror(enter_undocumented_errno));
+}
+
+/*
+ * A barrier member's wake-up whose operation cannot be allocated (ENOMEM
+ * in its completion) still wakes the member asleep in a round that is
+ * over: nothing else would, until another member arrives or leaves.
+ */
+TEST_F_TIMEOUT(fi, failed_wake_up_still_wakes_the_sleeper, 120)
+{
+	struct zcx_sqe sqe = { .opcode = ZCX_OP_BARRIER };
+	struct zcx_bar_create bc = { .nprocs = 2 };
+	struct zcx_bar_join bj = { 0 };
+	struct zcx_bar_state *st;
+	struct zcx_raw_ep a, b;
+	struct zcx_cqe cqe;
+	int fd;
+
+	fd = zcx_test_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, zcx_raw_ep_create(fd, 0, 8, &a));
+	ASSERT_EQ(0, zcx_raw_ep_create(fd, 0, 8, &b));
+	bc.ep = a.c.ep;
+	ASSERT_EQ(0, zcx_test_ioctl(fd, ZCX_IOC_BAR_CREATE, &bc));
+	bj.ep = b.c.ep;
+	bj.addr = bc.addr;
+	ASSERT_EQ(0, zcx_test_ioctl(fd, ZCX_IOC_BAR_JOIN, &bj));
+	st = mmap(NULL, sizeof(*st), PROT_READ | PROT_WRITE, MAP_SHARED, fd, bc.mmap_offset);
+	ASSERT_NE(MAP_FAILED, st);
+	/* a arrived in round 0 and sleeps in the module. */
+	st->arrived = 1;
+	sqe.peer = bc.bar;
+	sqe.user_data = 1;
+	ASSERT_EQ(0, rep_submit(&a, &sqe));
+	ASSERT_EQ(0, rep_reap(&a, &cqe, false));
+	ASSERT_EQ(1, __atomic_load_n(&st->sleepers, __ATOMIC_ACQUIRE));
+	/* b arrives last: round 0 is over; its wake-up finds no memory. */
+	st->arrived = 0;
+	__atomic_store_n(&st->round, 1, __ATOMIC_SEQ_CST);
+	sqe.peer = bj.bar;
+	sqe.user_data = 2;
+	ASSERT_EQ(0, proc_write(self->e.nth_fd, "1"));
+	ASSERT_EQ(0, rep_submit(&b, &sqe));
+	ASSERT_EQ(0, proc_write(self->e.nth_fd, "0"));
+	ASSERT_EQ(1, rep_reap(&b, &cqe, true));
+	ASSERT_EQ(-ENOMEM, cqe.res) TH_LOG("not the wake-up's allocation failed");
+	ASSERT_EQ(1, rep_reap(&a, &cqe, true)) TH_LOG("the sleeper was not woken");
+	EXPECT_EQ(1, cqe.user_data);
+	EXPECT_EQ(0, cqe.res);
+	EXPECT_EQ(0, __atomic_load_n(&st->sleepers, __ATOMIC_ACQUIRE));
+	munmap(st, sizeof(*st));
+	zcx_raw_ep_destroy(&a);
+	zcx_raw_ep_destroy(&b);
+	close(fd);
 }
 
 TEST_F_TIMEOUT(fi, random_failures, 900)
