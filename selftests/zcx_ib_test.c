@@ -898,7 +898,8 @@ TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
  * it at 0, the connections are given ARMED ms (from the write, none can
  * fire sooner), then 0 at once.  From SETTLE ms after (the acknowledgement
  * of the last message may still be on its way: it has no completion to
- * wait for) to past the ARMED ms, they send nothing.
+ * wait for; both scaled on a slow guest) to past the ARMED ms, they send
+ * nothing.
  */
 #define KEEPALIVE_ARMED_MS	2000
 #define KEEPALIVE_SETTLE_MS	500
@@ -906,6 +907,7 @@ TEST_F_TIMEOUT(net, keepalive_ms_reaches_live_connections, 300)
 static int net_keepalive_cancel(struct xside *s, void *arg)
 {
 	unsigned int armed_ms = KEEPALIVE_ARMED_MS * zcx_test_slowdown();
+	unsigned int settle_ms = KEEPALIVE_SETTLE_MS * zcx_test_slowdown();
 	long long before, now;
 	char armed[16];
 	uint64_t v = 1;
@@ -917,13 +919,14 @@ static int net_keepalive_cancel(struct xside *s, void *arg)
 		return 1;
 	if (zcx_test_write_file(KEEPALIVE_MS, armed) || zcx_test_write_file(KEEPALIVE_MS, "0"))
 		return 1;
-	usleep(KEEPALIVE_SETTLE_MS * 1000);
+	usleep(settle_ms * 1000);
 	before = rxe_sent_packets();
-	usleep((armed_ms + 1000 - KEEPALIVE_SETTLE_MS) * 1000);
+	/* The window in which an armed check would have sent: nothing may. */
+	usleep((armed_ms + 1000 - settle_ms) * 1000);
 	now = rxe_sent_packets();
 	if (before < 0 || now != before)
-		fprintf(stderr, "# %lld packets %d ms after keepalive_ms went 0, %lld %u ms later\n",
-			before, KEEPALIVE_SETTLE_MS, now, armed_ms + 1000 - KEEPALIVE_SETTLE_MS);
+		fprintf(stderr, "# %lld packets %u ms after keepalive_ms went 0, %lld %u ms later\n",
+			before, settle_ms, now, armed_ms + 1000 - settle_ms);
 	return xsend_u64(s, 1) || before < 0 || now != before;
 }
 

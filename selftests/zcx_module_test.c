@@ -106,7 +106,8 @@ TEST_F(module, unload_refused_while_open)
 TEST_F(module, unload_after_close)
 {
 	struct stat st;
-	int i;
+	int i, status;
+	pid_t child;
 
 	/* Contexts opened and closed, also by a child, leave no reference. */
 	for (i = 0; i < 100; i++) {
@@ -115,6 +116,14 @@ TEST_F(module, unload_after_close)
 		ASSERT_LE(0, fd);
 		close(fd);
 	}
+	child = fork();
+	ASSERT_LE(0, child);
+	if (!child) {
+		i = zcx_test_open();
+		_exit(i < 0 ? 1 : close(i) ? 2 : 0);
+	}
+	ASSERT_EQ(child, waitpid(child, &status, 0));
+	ASSERT_EQ(0, WIFEXITED(status) ? WEXITSTATUS(status) : 128);
 	ASSERT_EQ(0, zcx_test_module_refs());
 	ASSERT_EQ(0, unload_module());
 	EXPECT_FALSE(module_loaded());
