@@ -217,37 +217,64 @@ TEST(threads_share_context)
 	close(fd);
 }
 
-static int child_own_context(void *arg)
-{
-	int i, fd = zcx_test_open();
+#define OWN_REGS	1000
 
-	(void)arg;
-	if (fd < 0)
-		return 1;
-	for (i = 0; i < 1000; i++)
-		if (query(fd))
-			return 2;
-	close(fd);
+/*
+ * A child's own context: it registers one buffer OWN_REGS times (a miss,
+ * then hits), tells the parent (@done), and once the parent says both
+ * children did (@go), its context counts its own registrations only.
+ */
+static int child_own_context(int done, int go)
+{
+	char *buf = zcx_test_anon(4096), c = 0;
+	const struct zcx_counters *n;
+	struct zcx_test_ctx t;
+	struct zcx_mr_reg r;
+	int i, ret = 0;
+
+	if (!buf || zcx_test_ctx_open(&t))
+		ret = 1;
+	for (i = 0; i < OWN_REGS && !ret; i++)
+		if (zcx_test_reg(&t, buf, 4096, ZCX_ACCESS_ALL, &r) ||
+		    zcx_test_dereg(&t, r.handle) || query(t.fd))
+			ret = 2;
+	/* Told even on a failure: the parent waits for both. */
+	if (write(done, &c, 1) != 1 || ret || read(go, &c, 1) != 1)
+		return ret ? ret : 3;
+	n = &t.status->counters;
+	if (n->misses != 1 || n->hits != OWN_REGS - 1 || n->regions != 1)
+		return 4;
+	zcx_test_ctx_close(&t);
 	return 0;
 }
 
 TEST(two_processes_own_contexts)
 {
-	int status[2], i, fd = zcx_test_open();
+	int status[2], done[2], go[2], i, fd = zcx_test_open();
+	long long contexts = zcx_test_stat("contexts");
 	pid_t pids[2];
+	char c = 0;
 
 	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, pipe(done));
+	ASSERT_EQ(0, pipe(go));
 	/* Two processes at once, each with a context of its own. */
 	for (i = 0; i < 2; i++) {
 		pids[i] = fork();
 		ASSERT_LE(0, pids[i]);
 		if (pids[i] == 0)
-			_exit(child_own_context(NULL));
+			_exit(child_own_context(done[1], go[0]));
 	}
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(1, read(done[0], &c, 1));
+	/* Both registered and hold their contexts: ours and theirs. */
+	EXPECT_EQ(contexts + 2, zcx_test_stat("contexts"));
+	for (i = 0; i < 2; i++)
+		ASSERT_EQ(1, write(go[1], &c, 1));
 	for (i = 0; i < 2; i++) {
 		ASSERT_EQ(pids[i], waitpid(pids[i], &status[i], 0));
 		EXPECT_TRUE(WIFEXITED(status[i]));
-		EXPECT_EQ(0, WEXITSTATUS(status[i]));
+		EXPECT_EQ(0, WEXITSTATUS(status[i])) TH_LOG("child %d", i);
 	}
 	EXPECT_EQ(0, query(fd));
 	close(fd);
