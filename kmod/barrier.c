@@ -295,7 +295,11 @@ void zcx_bar_wake_passed(struct zcx_ep *ep, u32 idx)
 	if (!bar)
 		return;
 	spin_lock(&bar->lock);
-	/* Sleepers before round, as above. */
+	/*
+	 * The waker stored the new round before it submitted, which orders
+	 * it already; a full barrier all the same, as zcx_op_barrier() has,
+	 * on a path this rare.
+	 */
 	smp_mb();
 	if (!bar->broken)
 		zcx_bar_take_passed_locked(bar, &done);

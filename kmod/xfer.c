@@ -355,7 +355,8 @@ static void zcx_deliver(struct zcx_op *recv, struct zcx_op *msg, bool receiver_c
  * its buffer, not pinned: copied here, under ep->match_mutex with page
  * faults off, so that a buffer that cannot take them leaves the message
  * queued (bad input changes nothing).  True once both completed; false
- * with the mutex still held if the buffer needs faulting in first.
+ * with the mutex still held if the copy faulted (the caller faults the
+ * buffer in and tries again, or pins it).
  */
 static bool zcx_deliver_eager_nofault(struct zcx_op *recv, struct zcx_op *msg)
 {
