@@ -9,7 +9,6 @@
  * without the library), which fail cleanly and change nothing.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -72,19 +71,23 @@ FIXTURE_TEARDOWN(fault)
  * Killed during 64 MiB.  The receiving side's buffer is watched by a
  * thread of the surviving process (the survivor's own buffer, or the
  * victim's through MAP_SHARED memory made before fork): as soon as the
- * first bytes of the message are there, it checks that the last ones are
- * not yet, and SIGKILLs the victim.  The survivor's operation must then
- * fail with ECONNRESET (or EINTR).  If the whole message had already
- * arrived when the kill was sent, the attempt proves nothing and is
- * repeated (the copy is hundreds of times longer than the reaction).
+ * first bytes of the message are there, it SIGKILLs the victim.  The
+ * survivor's operation must then fail with ECONNRESET (or EINTR).  The
+ * copy stops once the victim is gone, which is when it exits, not when
+ * the kill is sent, and a few more pages may come after the last check:
+ * if the message was that near its end when the victim died, the attempt
+ * proves nothing and is repeated (the copy is hundreds of times longer
+ * than the reaction).
  */
 #define KILL_ATTEMPTS	3
 #define KILL_SEED	0x6001
+/* What may still arrive once the victim is dead (the local copy checks every 64 KiB). */
+#define KILL_MARGIN	(1 * MiB)
 
 struct watch {
 	const volatile unsigned char *buf;
 	pid_t victim;
-	bool tail_seen;		/* the copy had finished when we killed */
+	bool tail_seen;		/* the copy was within KILL_MARGIN of its end at the death */
 	bool stop;		/* give up: nothing arrived */
 	pthread_t thread;
 };
@@ -93,15 +96,26 @@ static void *watch_fn(void *arg)
 {
 	struct watch *w = arg;
 	uint64_t head = xpat_word(KILL_SEED, 0);
+	uint64_t near = xpat_word(KILL_SEED, (HUGE_MSG - KILL_MARGIN) / 8);
 	uint64_t tail = xpat_word(KILL_SEED, HUGE_MSG / 8 - 1);
+	struct pollfd dead = { .events = POLLIN };
 
 	while (memcmp((const void *)w->buf, &head, 8)) {
 		if (__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE))
 			return NULL;
 		__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	}
-	w->tail_seen = !memcmp((const void *)(w->buf + HUGE_MSG - 8), &tail, 8);
+	/* Not reaped before we are joined: the pid is still the victim's. */
+	dead.fd = syscall(SYS_pidfd_open, w->victim, 0);
 	kill(w->victim, SIGKILL);
+	/* Readable once it exited (bounded: a victim that never dies fails the test later). */
+	if (dead.fd >= 0) {
+		poll(&dead, 1, 60000 * zcx_test_slowdown());
+		close(dead.fd);
+	}
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	w->tail_seen = !memcmp((const void *)(w->buf + HUGE_MSG - KILL_MARGIN), &near, 8) ||
+		       !memcmp((const void *)(w->buf + HUGE_MSG - 8), &tail, 8);
 	return NULL;
 }
 
@@ -191,14 +205,14 @@ static void kill_case_run(struct __test_metadata *_metadata, int role, unsigned 
 	ASSERT_NE(NULL, k.shared);
 	for (attempt = 0; attempt < KILL_ATTEMPTS; attempt++) {
 		ASSERT_EQ(0, kill_attempt(&k, flags));
-		TH_LOG("attempt %d: survivor's status %d (%s), victim %d, copy %s at the kill",
+		TH_LOG("attempt %d: survivor's status %d (%s), victim %d, copy %s at its death",
 		       attempt, k.result, zcx_strerror(k.result), k.victim_status,
-		       k.tail_seen ? "already complete" : "under way");
+		       k.tail_seen ? "near its end" : "under way");
 		EXPECT_EQ(128 + SIGKILL, k.victim_status);
 		if (!k.tail_seen)
 			break;
 	}
-	ASSERT_FALSE(k.tail_seen) TH_LOG("the copy always finished before the kill");
+	ASSERT_FALSE(k.tail_seen) TH_LOG("the copy was always near its end when the victim died");
 	EXPECT_TRUE(k.result == -ECONNRESET || k.result == -EINTR)
 		TH_LOG("status %d (%s)", k.result, zcx_strerror(k.result));
 	munmap(k.shared, HUGE_MSG);
@@ -564,40 +578,40 @@ TEST_F_TIMEOUT(raw, polling_thread_says_when_it_shares_its_cpu, 120)
  * A process may take its polled endpoint's submissions itself with
  * ZCX_IOC_ENTER's to_submit (what libzcx does when the polling thread
  * shares its CPU): with the thread asleep and not woken, the entry is
- * taken and completes in the call, and the thread sleeps on.  (The
- * thread's last look before sleeping may take the entry first: then it
- * is tried again.)
+ * taken and completes in the call, and the thread sleeps on.  Asleep is
+ * NEED_WAKEUP with the thread in its sleep ('S'): the flag alone is set
+ * before its last look, which may still take the entry or, finding the
+ * ring busy, stay awake.
  */
 TEST_F_TIMEOUT(raw, polled_endpoint_takes_submissions_in_enter, 60)
 {
 	struct zcx_sqe sqe = { .opcode = ZCX_OP_NOP, .user_data = 9 };
-	unsigned int ms, flags, limit = 10000 * zcx_test_slowdown();
+	unsigned int ms, flags = 0, limit = 10000 * zcx_test_slowdown();
 	struct zcx_query q = { 0 };
 	struct zcx_raw_ep p;
 	struct zcx_cqe cqe;
-	int taken = 0, tries;
+	pid_t thread;
 
 	ASSERT_EQ(0, zcx_test_ioctl(self->fd, ZCX_IOC_QUERY, &q));
 	ASSERT_TRUE(q.features & ZCX_FEATURE_POLL_SUBMIT);
 	ASSERT_EQ(0, zcx_raw_ep_create(self->fd, ZCX_EP_POLL, 0, &p));
-	for (tries = 0; tries < 5 && taken != 1; tries++) {
-		/* Without work, the thread goes to sleep after poll_idle_us. */
-		for (ms = 0; ms < limit &&
-		     !(__atomic_load_n(p.sq_flags, __ATOMIC_RELAXED) & ZCX_SQ_NEED_WAKEUP); ms++)
-			usleep(1000);
-		flags = *p.sq_flags;
-		ASSERT_TRUE(flags & ZCX_SQ_NEED_WAKEUP);
-		zcx_raw_push(&p, &sqe);
-		taken = zcx_raw_enter(&p, 1, 0, 0);
-		ASSERT_LE(0, taken);
-		ASSERT_GE(1, taken);
-		/* Taken in the call, or by the thread's last look. */
-		while (!zcx_raw_pop(&p, &cqe))
-			sched_yield();
-		EXPECT_EQ(9, cqe.user_data);
-		EXPECT_EQ(0, cqe.res);
+	thread = zcx_test_polling_thread();
+	ASSERT_LT(0, thread);
+	/* Without work, the thread goes to sleep after poll_idle_us. */
+	for (ms = 0; ms < limit; ms++) {
+		flags = __atomic_load_n(p.sq_flags, __ATOMIC_RELAXED);
+		if ((flags & ZCX_SQ_NEED_WAKEUP) && zcx_test_thread_state(thread) == 'S' &&
+		    flags == __atomic_load_n(p.sq_flags, __ATOMIC_RELAXED))
+			break;
+		usleep(1000);
 	}
-	EXPECT_EQ(1, taken) TH_LOG("the thread took the entry first %d times", tries);
+	ASSERT_TRUE(flags & ZCX_SQ_NEED_WAKEUP);
+	ASSERT_EQ('S', zcx_test_thread_state(thread));
+	zcx_raw_push(&p, &sqe);
+	ASSERT_EQ(1, zcx_raw_enter(&p, 1, 0, 0));
+	ASSERT_EQ(1, zcx_raw_pop(&p, &cqe));
+	EXPECT_EQ(9, cqe.user_data);
+	EXPECT_EQ(0, cqe.res);
 	EXPECT_EQ(*p.sq_tail, __atomic_load_n(p.sq_head, __ATOMIC_ACQUIRE));
 	/* Not woken: it sleeps on. */
 	EXPECT_EQ(flags, *p.sq_flags);
@@ -605,31 +619,6 @@ TEST_F_TIMEOUT(raw, polled_endpoint_takes_submissions_in_enter, 60)
 	EXPECT_EQ(0, zcx_raw_enter(&p, 1, 0, 0));
 	ASSERT_EQ(0, polled_nop(&p));
 	EXPECT_EQ(0, zcx_raw_ep_destroy(&p));
-}
-
-/* The polling thread of this process's first polled context, or 0. */
-static pid_t polling_thread(void)
-{
-	char want[32], comm[32], path[300];
-	struct dirent *d;
-	pid_t found = 0;
-	DIR *dir;
-	FILE *f;
-
-	snprintf(want, sizeof(want), "zcx-poll/%d\n", getpid());
-	dir = opendir("/proc");
-	while (dir && !found && (d = readdir(dir))) {
-		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, want))
-			found = atoi(d->d_name);
-		fclose(f);
-	}
-	if (dir)
-		closedir(dir);
-	return found;
 }
 
 /* Wait, bounded, until @p's sq_flags are @flags. */
@@ -647,8 +636,11 @@ static bool sq_flags_become(struct zcx_raw_ep *p, __u32 flags)
 
 /*
  * Kill the polling thread of polled endpoint @p's context, as the kernel
- * does to end a fault it waits in for a dying process, and wait until @p
- * reads it gone: 0, -EPERM without CAP_KILL, or -1.
+ * does to end a fault it waits in for a dying process, and wait until it
+ * serves no more and @p reads so: 0, -EPERM without CAP_KILL, or -1.
+ * The flags alone do not tell: a live thread asleep while others want
+ * its CPU sets the same.  A killed one waits in the only idle ('I') wait
+ * it has, and has said it is dead before it first gets there.
  */
 static int kill_polling_thread(struct zcx_raw_ep *p)
 {
@@ -656,11 +648,13 @@ static int kill_polling_thread(struct zcx_raw_ep *p)
 
 	if (polled_nop(p))
 		return -1;
-	thread = polling_thread();
+	thread = zcx_test_polling_thread();
 	if (thread <= 0)
 		return -1;
 	if (kill(thread, SIGKILL))
 		return errno == EPERM ? -EPERM : -1;
+	if (!zcx_test_await_thread_state(&thread, 'I', 10000 * zcx_test_slowdown()))
+		return -1;
 	return sq_flags_become(p, ZCX_SQ_NEED_WAKEUP | ZCX_SQ_CPU_SHARED) ? 0 : -1;
 }
 
@@ -799,7 +793,7 @@ TEST_F_TIMEOUT(raw, polling_thread_runs_in_its_creators_cgroup, 120)
 	ret = fd < 0 ? -1 : zcx_raw_ep_create(fd, ZCX_EP_POLL, 0, &p);
 	EXPECT_EQ(0, ret);
 	if (!ret) {
-		thread = polling_thread();
+		thread = zcx_test_polling_thread();
 		EXPECT_LT(0, thread);
 		EXPECT_EQ(0, cgroup2_of(getpid(), mine, sizeof(mine)));
 		EXPECT_EQ(0, thread > 0 ? cgroup2_of(thread, its, sizeof(its)) : -1);
@@ -1645,7 +1639,7 @@ TEST_F_TIMEOUT(stuck, killed_polling_thread_leaves_the_rest_to_the_process, 300)
 	/* Still waiting in the fault: the entry was not taken. */
 	EXPECT_EQ(0, __atomic_load_n(other.sq_head, __ATOMIC_ACQUIRE));
 
-	thread = polling_thread();
+	thread = zcx_test_polling_thread();
 	ASSERT_LT(0, thread);
 	if (kill(thread, SIGKILL) && errno == EPERM)
 		SKIP(return, "no CAP_KILL");

@@ -10,7 +10,7 @@ set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
 preload=${ZCX_PRELOAD:-$here/../build/lib/libzcx-verbs-preload.so}
-dev=$(ls /sys/class/infiniband 2>/dev/null | head -n 1)
+dev=$(find /sys/class/infiniband -mindepth 1 -maxdepth 1 -printf "%f\n" 2>/dev/null | sort | head -n 1)
 
 echo "TAP version 13"
 echo "1..1"
@@ -24,13 +24,19 @@ log=$(mktemp -d)
 # A slow guest (ZCX_SLOW=1, the debug kernel) exchanges fewer buffers.
 iters=200
 [ "${ZCX_SLOW:-}" != 1 ] || iters=50
-args=(-d "$dev" -g 1 -c -n $iters -s 65536 -p 18515)
-# Line-buffered, so that the wait below sees the server's first line.
-timeout 120 stdbuf -oL ibv_rc_pingpong "${args[@]}" > "$log/server" 2>&1 &
+port=18515
+args=(-d "$dev" -g 1 -c -n "$iters" -s 65536 -p "$port")
+timeout 120 ibv_rc_pingpong "${args[@]}" > "$log/server" 2>&1 &
 server=$!
-# The server listens once it printed its address; wait for that, boundedly.
-for _ in $(seq 1 1000); do
-	grep -q "local address" "$log/server" && break
+# The client connects once, with no retry: wait, boundedly, until the
+# server's port is listening (state 0A).  Its "local address" line comes
+# before it even opens the socket.
+listening() {
+	cat /proc/net/tcp /proc/net/tcp6 2>/dev/null |
+		awk -v p="$(printf ':%04X' $port)" '$2 ~ p "$" && $4 == "0A" { f = 1 } END { exit !f }'
+}
+for _ in $(seq 1 3000); do
+	listening && break
 	sleep 0.01
 done
 ZCX_PRELOAD_STATS=1 LD_PRELOAD=$preload timeout 120 \

@@ -5,6 +5,7 @@
 #ifndef ZCX_TEST_H
 #define ZCX_TEST_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -265,14 +266,14 @@ static inline int zcx_test_uffd(void *map, size_t len)
 	return uffd;
 }
 
-/* The scheduler's state of thread @tid of this process ('S', 'D', ...), or 0. */
+/* The scheduler's state of thread @tid, of any process ('S', 'D', ...), or 0. */
 static inline char zcx_test_thread_state(pid_t tid)
 {
 	char path[64], buf[256], *state;
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", tid);
+	snprintf(path, sizeof(path), "/proc/%d/stat", tid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
@@ -288,7 +289,8 @@ static inline char zcx_test_thread_state(pid_t tid)
 /*
  * Wait, at most @max_ms, until the thread whose id another thread stores
  * in *@tid (0 until then) is in @state: blocked in the kernel, asleep
- * ('S') or in an uninterruptible wait ('D').  True if it got there.
+ * ('S'), in an uninterruptible wait ('D') or an idle one ('I').  True if
+ * it got there.
  */
 static inline bool zcx_test_await_thread_state(const pid_t *tid, char state, int max_ms)
 {
@@ -302,6 +304,31 @@ static inline bool zcx_test_await_thread_state(const pid_t *tid, char state, int
 		usleep(1000);
 	}
 	return false;
+}
+
+/* The polling thread of this process's first polled context, or 0. */
+static inline pid_t zcx_test_polling_thread(void)
+{
+	char want[32], comm[32], path[300];
+	struct dirent *d;
+	pid_t found = 0;
+	DIR *dir;
+	FILE *f;
+
+	snprintf(want, sizeof(want), "zcx-poll/%d\n", getpid());
+	dir = opendir("/proc");
+	while (dir && !found && (d = readdir(dir))) {
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strcmp(comm, want))
+			found = atoi(d->d_name);
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return found;
 }
 
 /* Module-wide objects alive now: what every test must return to. */
