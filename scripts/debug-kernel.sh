@@ -7,10 +7,11 @@
 # DEBUG_LIST, fault injection, and built in everything the VM runner,
 # selftests and Soft-RoCE need).  The result is cached on disk under
 # ${ZCX_CACHE:-/var/cache/zcx}/debug-kernel-KEY, KEY hashing the source
-# package's version, the config fragment and the recipe version below
-# (bump it when the build steps change); later runs only print the
-# directory.  It holds bzImage and a build tree for out-of-tree
-# modules (make M=...).  --print prints the directory without building
+# package's version, the compiler's (modules must be built with the
+# kernel's), the config fragment and the recipe version below (bump it
+# when the build steps change); later runs only print the directory, and
+# a new build removes the other keys' trees (a few GB each).  It holds
+# bzImage and a build tree for out-of-tree modules (make M=...).  --print prints the directory without building
 # (exit 1 if it is not built).  About 28 CPU-minutes (18 minutes
 # on 2 cores beside a guest).
 set -euo pipefail
@@ -20,8 +21,11 @@ tarball=/usr/src/linux-source-6.12.tar.xz
 frag=$top/scripts/debug-kernel.config
 srcver=$(dpkg-query -W -f '${Version}' linux-source-6.12)
 recipe=1
-key=$( { echo "$srcver recipe $recipe"; cat "$frag"; } | sha256sum | cut -c1-16)
-dir=${ZCX_CACHE:-/var/cache/zcx}/debug-kernel-$key
+cc_version=$(gcc -dumpfullversion 2>/dev/null || echo none)
+key=$( { echo "$srcver gcc $cc_version recipe $recipe"; cat "$frag"; } |
+	sha256sum | cut -c1-16)
+cache=${ZCX_CACHE:-/var/cache/zcx}
+dir=$cache/debug-kernel-$key
 
 if [ -f "$dir/done" ]; then
 	echo "$dir"
@@ -64,4 +68,8 @@ fi
 cp "$dir/src/arch/x86/boot/bzImage" "$dir/bzImage"
 make -s -C "$dir/src" kernelrelease > "$dir/kernelrelease"
 touch "$dir/done"
+# Trees of other keys are never used again.
+for old in "$cache"/debug-kernel-*; do
+	[ "$old" = "$dir" ] || rm -rf "$old"
+done
 echo "$dir"
