@@ -195,6 +195,15 @@ static struct zcx_vmr *lookup(struct zcx_verbs_cache *c, uintptr_t addr, size_t 
 	return NULL;
 }
 
+/* The hook's registration: 0, or its errno (ENOMEM if it set none). */
+static int reg_mr(struct zcx_verbs_cache *c, void *addr, size_t len, int access,
+		  struct ibv_mr **mr)
+{
+	errno = 0;
+	*mr = c->attr.reg_mr(c->pd, addr, len, access);
+	return *mr ? 0 : errno ? -errno : -ENOMEM;
+}
+
 ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, int access,
 			     struct ibv_mr **out)
 {
@@ -235,22 +244,22 @@ ZCX_EXPORT int zcx_verbs_reg(struct zcx_verbs_cache *c, void *addr, size_t len, 
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	/* The monitor first: any change after the pin below is seen. */
+	/*
+	 * The monitor first: any change after the pin below is seen.
+	 * Released MRs hold monitors, i.e. the context's cache entries, and
+	 * still pin their pages: they may be what fills the entries, the
+	 * memlock limit or the device.  Let them go and try once more.
+	 */
 	ret = zcx_monitor_add(c->zcx, addr, len, 0, &e->mon);
+	if (ret == -ENOMEM && zcx_verbs_cache_flush(c) > 0)
+		ret = zcx_monitor_add(c->zcx, addr, len, 0, &e->mon);
 	if (ret) {
 		free(e);
 		return ret;
 	}
-	e->mr = c->attr.reg_mr(c->pd, addr, len, access);
-	ret = e->mr ? 0 : errno ? -errno : -ENOMEM;
-	/*
-	 * Released MRs still pin their pages: they may be what fills the
-	 * memlock limit or the device.  Let them go and try once more.
-	 */
-	if ((ret == -ENOMEM || ret == -EAGAIN) && zcx_verbs_cache_flush(c) > 0) {
-		e->mr = c->attr.reg_mr(c->pd, addr, len, access);
-		ret = e->mr ? 0 : errno ? -errno : -ENOMEM;
-	}
+	ret = reg_mr(c, addr, len, access, &e->mr);
+	if ((ret == -ENOMEM || ret == -EAGAIN) && zcx_verbs_cache_flush(c) > 0)
+		ret = reg_mr(c, addr, len, access, &e->mr);
 	if (ret) {
 		zcx_monitor_del(c->zcx, e->mon);
 		free(e);

@@ -688,6 +688,38 @@ TEST_F(fake, released_mrs_give_way_to_a_new_one)
 	ASSERT_EQ(0, zcx_verbs_dereg(self->cache, mr));
 }
 
+/*
+ * Released MRs hold monitors, i.e. the context's cache entries: a
+ * registration refused its monitor for room lets them go and tries again.
+ */
+TEST_F(fake, released_mrs_give_their_monitors_way)
+{
+	struct zcx_limits lim = { .flags = ZCX_LIMIT_SET_ENTRIES, .cache_entries = 2 };
+	struct zcx_verbs_stats st;
+	struct ibv_mr *mr;
+	int i;
+
+	ASSERT_EQ(0, ioctl(zcx_fd(self->zcx), ZCX_IOC_LIMITS, &lim));
+	for (i = 0; i < 2; i++) {
+		ASSERT_EQ(0, zcx_verbs_reg(self->cache, self->buf + i * self->page, self->page,
+					   SRC_ACCESS, &mr));
+		ASSERT_EQ(0, zcx_verbs_dereg(self->cache, mr));
+	}
+	EXPECT_EQ(2, fake.alive);	/* released, still cached */
+	ASSERT_EQ(0, zcx_verbs_reg(self->cache, self->buf + 2 * self->page, self->page,
+				   SRC_ACCESS, &mr));
+	EXPECT_EQ(self->buf + 2 * self->page, mr->addr);
+	EXPECT_EQ(1, fake.alive);
+	ASSERT_EQ(0, zcx_verbs_stats(self->cache, &st));
+	EXPECT_EQ(2, st.deregistered);
+	EXPECT_EQ(1, st.entries);
+	/* With nothing released to let go, the refusal stands. */
+	ASSERT_EQ(0, zcx_verbs_reg(self->cache, self->buf, self->page, SRC_ACCESS, &mr));
+	EXPECT_EQ(-ENOMEM, zcx_verbs_reg(self->cache, self->buf + 3 * self->page, self->page,
+					 SRC_ACCESS, &mr));
+	EXPECT_EQ(2, fake.alive);
+}
+
 /* A range no MR can cover is refused before a released MR goes for it. */
 TEST_F(fake, bad_range_refused_before_evicting)
 {
