@@ -163,11 +163,13 @@ static void zcx_ep_fill(const struct zcx_ep *ep, struct zcx_ep_create *arg)
 }
 
 static int zcx_poller_start(struct zcx_ctx *ctx);
+static void zcx_poller_stop(struct zcx_ctx *ctx);
 static void zcx_user_poller_put(kuid_t user);
 
 int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 {
 	u32 depth = arg->sq_entries ? arg->sq_entries : zcx_ring_depth;
+	bool started_poller = false;
 	struct zcx_ep *ep;
 	u32 idx, id;
 	int ret;
@@ -208,15 +210,16 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 	if (idx == ZCX_MAX_ENDPOINTS)
 		goto err_unlock;
 	ep->idx = idx;
-	if (ep->flags & ZCX_EP_POLL) {
+	if ((ep->flags & ZCX_EP_POLL) && !ctx->poller) {
 		ret = zcx_poller_start(ctx);
 		if (ret)
 			goto err_unlock;
+		started_poller = true;
 		zcx_ctx_note_memlock(ctx);
 	}
 	ret = xa_alloc(&zcx_ep_table, &id, ep, xa_limit_32b, GFP_KERNEL);
 	if (ret)
-		goto err_unlock;
+		goto err_poller;
 	ep->id = id;
 	zcx_ep_fill(ep, arg);
 	rcu_assign_pointer(ctx->eps[idx], ep);
@@ -231,6 +234,14 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 		zcx_poller_kick(ctx);
 	return 0;
 
+err_poller:
+	/*
+	 * Nothing changed, not even a thread for endpoints yet to come.  It
+	 * has no endpoint to serve, so no fault to wait in: not killed,
+	 * which would mark the context's polling dead (zcx_poller_dead()).
+	 */
+	if (started_poller)
+		zcx_poller_stop(ctx);
 err_unlock:
 	mutex_unlock(&ctx->ep_mutex);
 err_free:
@@ -328,6 +339,19 @@ int zcx_ep_destroy_idx(struct zcx_ctx *ctx, u32 idx)
 	return ep ? 0 : -ENOENT;
 }
 
+/* Stop the polling thread, if there is one.  ctx->ep_mutex held. */
+static void zcx_poller_stop(struct zcx_ctx *ctx)
+{
+	lockdep_assert_held(&ctx->ep_mutex);
+	if (!ctx->poller)
+		return;
+	kthread_stop(ctx->poller);
+	put_task_struct(ctx->poller);
+	ctx->poller = NULL;
+	zcx_user_poller_put(ctx->poller_user);
+	atomic_dec(&zcx_pollers);
+}
+
 /*
  * The context goes away, or its address space did: every endpoint is
  * shut down, the polling thread stopped, and we wait until no transfer,
@@ -340,15 +364,9 @@ void zcx_eps_destroy(struct zcx_ctx *ctx)
 	u32 idx;
 
 	mutex_lock(&ctx->ep_mutex);
-	if (ctx->poller) {
-		/* Nobody is served any more: end the fault it may wait in. */
-		zcx_poller_kill(ctx);
-		kthread_stop(ctx->poller);
-		put_task_struct(ctx->poller);
-		ctx->poller = NULL;
-		zcx_user_poller_put(ctx->poller_user);
-		atomic_dec(&zcx_pollers);
-	}
+	/* Nobody is served any more: end the fault it may wait in. */
+	zcx_poller_kill(ctx);
+	zcx_poller_stop(ctx);
 	for (idx = 0; idx < ZCX_MAX_ENDPOINTS; idx++) {
 		ep = rcu_dereference_protected(ctx->eps[idx], lockdep_is_held(&ctx->ep_mutex));
 		if (ep)
@@ -1125,7 +1143,8 @@ static int zcx_poller(void *data)
 }
 
 /*
- * One polling thread per context, started with its first polled endpoint.
+ * One polling thread per context, started with its first polled endpoint
+ * (the caller found none).
  * It joins its creator's cgroups, as the process's own threads would: the
  * CPU it spins on is the job's (cpu, cpuset), not the node's.
  */
@@ -1135,8 +1154,6 @@ static int zcx_poller_start(struct zcx_ctx *ctx)
 	int ret;
 
 	lockdep_assert_held(&ctx->ep_mutex);
-	if (ctx->poller)
-		return 0;
 	if (atomic_inc_return(&zcx_pollers) > zcx_max_pollers) {
 		atomic_dec(&zcx_pollers);
 		return -EAGAIN;

@@ -21,7 +21,8 @@
  *    thread marked (make-it-fail), at several probabilities, the whole
  *    scenario armed.
  * Also: a barrier member's wake-up whose operation cannot be allocated
- * still wakes the member asleep in the round it ended.
+ * still wakes the member asleep in the round it ended, and a polled
+ * endpoint whose creation fails leaves no polling thread.
  * Skipped where the kernel has no fault injection (Debian's kernels; the
  * project's debug kernel has it).
  */
@@ -744,6 +745,83 @@ TEST_F_TIMEOUT(fi, failed_wake_up_still_wakes_the_sleeper, 120)
 	zcx_raw_ep_destroy(&a);
 	zcx_raw_ep_destroy(&b);
 	close(fd);
+}
+
+/*
+ * Whether this process's polling thread is gone, within 10 s (scaled): it
+ * exits as kthread_stop() returns.  Timed by the clock, as each look
+ * reads all of /proc.
+ */
+static bool polling_thread_gone(void)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		if (!zcx_test_polling_thread())
+			return true;
+		usleep(10000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (t.tv_sec - t0.tv_sec < 10 * zcx_test_slowdown());
+	return false;
+}
+
+/*
+ * A polled endpoint whose creation fails leaves nothing behind, not even
+ * the polling thread it started for the context.  Endpoints of another
+ * context first take ids 1 to 63, so that the new endpoint's id (64)
+ * needs memory of its own (one level more in the id table) after the
+ * thread started.  failslab then fails every allocation of this thread
+ * once "space" bytes have been allocated, for growing space, until the
+ * creation succeeds: each allocation of the call fails in turn, with all
+ * that follow it (a single failure of the table's first, non-blocking
+ * try would be retried).
+ */
+TEST_F_TIMEOUT(fi, failed_polled_create_leaves_no_thread, 600)
+{
+	struct zcx_raw_ep fill[64];
+	int filler, fd, n = 0, failures = 0, ret = -1, err = 0;
+	long space;
+
+	filler = zcx_test_open();
+	ASSERT_LE(0, filler);
+	do {
+		ASSERT_GT(64, n);
+		ASSERT_EQ(0, zcx_raw_ep_create(filler, 0, 2, &fill[n]));
+	} while (fill[n++].c.addr.id < 63);
+	ASSERT_EQ(63, fill[n - 1].c.addr.id) TH_LOG("endpoint ids in use elsewhere");
+	fd = zcx_test_open();
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, zcx_test_polling_thread());
+	for (space = 0; ret && space < 256 * 1024; space += 64) {
+		struct zcx_ep_create c = { .flags = ZCX_EP_POLL, .sq_entries = 2 };
+		char buf[32];
+
+		snprintf(buf, sizeof(buf), "%ld", space);
+		ASSERT_EQ(0, knob_write("failslab", "space", buf));
+		ASSERT_EQ(0, knob_write("failslab", "probability", "100"));
+		ASSERT_EQ(0, proc_write(self->e.mif_fd, "1"));
+		ret = ioctl(fd, ZCX_IOC_EP_CREATE, &c);
+		err = errno;
+		unmark(&self->e);
+		ASSERT_EQ(0, knob_write("failslab", "probability", "0"));
+		if (!ret)
+			break;
+		failures++;
+		ASSERT_TRUE(clean_errno(-err)) TH_LOG("space %ld: %s", space, strerror(err));
+		ASSERT_TRUE(polling_thread_gone())
+			TH_LOG("space %ld: the failed creation (%s) left a polling thread", space,
+			       strerror(err));
+	}
+	ASSERT_EQ(0, ret) TH_LOG("still failing with %ld bytes", space);
+	TH_LOG("%d failed creations, then one with %ld bytes", failures, space);
+	EXPECT_LT(0, failures);
+	EXPECT_NE(0, zcx_test_polling_thread());
+	close(fd);
+	while (n--)
+		munmap(fill[n].map, fill[n].c.mmap_size);
+	close(filler);
+	EXPECT_TRUE(polling_thread_gone());
 }
 
 TEST_F_TIMEOUT(fi, random_failures, 900)
