@@ -215,11 +215,13 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 		if (ret)
 			goto err_unlock;
 		started_poller = true;
-		zcx_ctx_note_memlock(ctx);
 	}
 	ret = xa_alloc(&zcx_ep_table, &id, ep, xa_limit_32b, GFP_KERNEL);
 	if (ret)
 		goto err_poller;
+	/* Before the thread sees the endpoint (ctx->polled), for every one. */
+	if (ep->flags & ZCX_EP_POLL)
+		zcx_ctx_note_memlock(ctx);
 	ep->id = id;
 	zcx_ep_fill(ep, arg);
 	rcu_assign_pointer(ctx->eps[idx], ep);
@@ -236,9 +238,10 @@ int zcx_ep_create(struct zcx_ctx *ctx, struct zcx_ep_create *arg)
 
 err_poller:
 	/*
-	 * Nothing changed, not even a thread for endpoints yet to come.  It
-	 * has no endpoint to serve, so no fault to wait in: not killed,
-	 * which would mark the context's polling dead (zcx_poller_dead()).
+	 * A failed call leaves no thread for endpoints yet to come.  Only
+	 * the one this call started: it has no endpoint to serve, so no
+	 * fault to wait in, and is stopped, not killed, which would have it
+	 * mark the context's polling dead (zcx_poller_dead()).
 	 */
 	if (started_poller)
 		zcx_poller_stop(ctx);
@@ -1144,9 +1147,10 @@ static int zcx_poller(void *data)
 
 /*
  * One polling thread per context, started with its first polled endpoint
- * (the caller found none).
- * It joins its creator's cgroups, as the process's own threads would: the
- * CPU it spins on is the job's (cpu, cpuset), not the node's.
+ * (the caller found no thread), or again after a failed creation stopped
+ * the one it started: the context's polling starts alive.  It joins its
+ * creator's cgroups, as the process's own threads would: the CPU it spins
+ * on is the job's (cpu, cpuset), not the node's.
  */
 static int zcx_poller_start(struct zcx_ctx *ctx)
 {
@@ -1175,6 +1179,8 @@ static int zcx_poller_start(struct zcx_ctx *ctx)
 	get_task_struct(task);
 	ctx->poller = task;
 	ctx->poller_user = current_euid();
+	WRITE_ONCE(ctx->poller_killed, false);
+	WRITE_ONCE(ctx->poll_kick, false);
 	wake_up_process(task);
 	return 0;
 

@@ -245,8 +245,9 @@ struct zcx_mm_contexts;
  * @eps:	endpoints by index, RCU-protected for lookups.
  * @polled:	the indices of the ZCX_EP_POLL ones (set under @ep_mutex),
  *		so that the polling thread looks at no others.
- * @poller:	the polling thread, if an endpoint has ZCX_EP_POLL;
- *		killable (zcx_poller_kill()) ...
+ * @poller:	the polling thread, started with the first ZCX_EP_POLL
+ *		endpoint (stopped again if that creation fails) and kept
+ *		until the context goes; killable (zcx_poller_kill()) ...
  * @poller_user: the effective uid that started it, whose share
  *		(max_pollers_per_user) it takes.
  * @poller_killed: ... and then killed: it serves no more.

@@ -626,7 +626,7 @@ static int memlock_child(void *arg)
 	struct zcx_bar_create bc = { .nprocs = 1 };
 	struct zcx_mr_reg reg;
 	struct zcx_test_ctx t;
-	struct zcx_raw_ep r, pr;
+	struct zcx_raw_ep r, pr, pr2;
 	char *buf = zcx_test_anon(1024 * KiB), *page;
 	uint64_t kt, k2;
 	__u32 self_peer, poll_peer;
@@ -681,6 +681,17 @@ static int memlock_child(void *arg)
 	CK_EQ(0, rep_rma(&pr, ZCX_OP_GET, poll_peer, buf + 512 * KiB, 16 * KiB,
 			  (uintptr_t)buf, kt));
 	CK_EQ(-1, unfilled(buf + 512 * KiB, 16 * KiB, 0x1111));
+	CK(zcx_test_flush(&t) >= 1);
+	CK_EQ(16, zcx_test_vmpin_settle(16));
+	/* ... the limit it had when it last created a polled endpoint. */
+	lim.rlim_cur = lim.rlim_max = 24 * KiB;
+	CK_EQ(0, setrlimit(RLIMIT_MEMLOCK, &lim));
+	CK_EQ(0, zcx_raw_ep_create(t.fd, ZCX_EP_POLL, 64, &pr2));
+	CK_EQ(-ENOMEM, rep_rma(&pr, ZCX_OP_GET, poll_peer, buf + 512 * KiB, 16 * KiB,
+				(uintptr_t)buf, kt));
+	CK_EQ(0, rep_rma(&pr, ZCX_OP_GET, poll_peer, buf + 512 * KiB, 8 * KiB,
+			  (uintptr_t)buf, kt));
+	zcx_raw_ep_destroy(&pr2);
 	zcx_raw_ep_destroy(&pr);
 	munmap(page, 4096);
 	zcx_raw_ep_destroy(&r);
