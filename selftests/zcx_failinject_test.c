@@ -771,14 +771,16 @@ static bool polling_thread_gone(void)
  * the polling thread it started for the context.  Endpoints of another
  * context first take ids 1 to 63, so that the new endpoint's id (64)
  * needs memory of its own (one level more in the id table) after the
- * thread started.  failslab then fails every allocation of this thread
- * once "space" bytes have been allocated, for growing space, until the
+ * thread started (the creation that succeeds must get id 64).  failslab
+ * then fails every allocation of this thread from the one that would use
+ * up a budget of "space" bytes on, for a growing budget, until the
  * creation succeeds: each allocation of the call fails in turn, with all
  * that follow it (a single failure of the table's first, non-blocking
  * try would be retried).
  */
 TEST_F_TIMEOUT(fi, failed_polled_create_leaves_no_thread, 600)
 {
+	struct zcx_ep_create c = { 0 };
 	struct zcx_raw_ep fill[64];
 	int filler, fd, n = 0, failures = 0, ret = -1, err = 0;
 	long space;
@@ -794,9 +796,11 @@ TEST_F_TIMEOUT(fi, failed_polled_create_leaves_no_thread, 600)
 	ASSERT_LE(0, fd);
 	ASSERT_EQ(0, zcx_test_polling_thread());
 	for (space = 0; ret && space < 256 * 1024; space += 64) {
-		struct zcx_ep_create c = { .flags = ZCX_EP_POLL, .sq_entries = 2 };
 		char buf[32];
 
+		memset(&c, 0, sizeof(c));
+		c.flags = ZCX_EP_POLL;
+		c.sq_entries = 2;
 		snprintf(buf, sizeof(buf), "%ld", space);
 		ASSERT_EQ(0, knob_write("failslab", "space", buf));
 		ASSERT_EQ(0, knob_write("failslab", "probability", "100"));
@@ -816,6 +820,8 @@ TEST_F_TIMEOUT(fi, failed_polled_create_leaves_no_thread, 600)
 	ASSERT_EQ(0, ret) TH_LOG("still failing with %ld bytes", space);
 	TH_LOG("%d failed creations, then one with %ld bytes", failures, space);
 	EXPECT_LT(0, failures);
+	/* Its id needed memory after the thread started: those failures were tried. */
+	EXPECT_EQ(64, c.addr.id);
 	EXPECT_NE(0, zcx_test_polling_thread());
 	close(fd);
 	while (n--)

@@ -26,7 +26,8 @@ iters=200
 [ "${ZCX_SLOW:-}" != 1 ] || iters=50
 port=18515
 args=(-d "$dev" -g 1 -c -n "$iters" -s 65536 -p "$port")
-timeout 120 ibv_rc_pingpong "${args[@]}" > "$log/server" 2>&1 &
+# Line-buffered: a server cut short by the timeout still leaves its log.
+timeout 120 stdbuf -oL ibv_rc_pingpong "${args[@]}" > "$log/server" 2>&1 &
 server=$!
 # The client connects once, with no retry: wait, boundedly, until the
 # server's port is listening (state 0A).  Its "local address" line comes
@@ -37,6 +38,7 @@ listening() {
 }
 for _ in $(seq 1 3000); do
 	listening && break
+	kill -0 $server 2> /dev/null || break
 	sleep 0.01
 done
 ZCX_PRELOAD_STATS=1 LD_PRELOAD=$preload timeout 120 \
