@@ -5,7 +5,8 @@
  *
  * Interposes ibv_reg_mr(), ibv_reg_mr_iova2() (what the ibv_reg_mr()
  * macro calls for a non-constant access) when the I/O address is the
- * virtual address, ibv_dereg_mr(), ibv_rereg_mr() and ibv_dealloc_pd().  Each protection
+ * virtual address, ibv_dereg_mr(), ibv_rereg_mr() and
+ * ibv_dealloc_pd().  Each protection
  * domain gets a cache on first use.  A released MR stays registered while
  * cached; ibv_dealloc_pd() first deregisters its PD's cache.
  *
@@ -18,8 +19,8 @@
  * lkey and rkey; a released MR stays registered,
  * rkey included, while cached; in a child of fork() everything passes
  * through; the cache holds up to ZCX_PRELOAD_ENTRIES MRs per PD (env,
- * default 1024, at most 2^20, else the PD passes through), for the
- * first 16 PDs (later ones pass through).  ZCX_PRELOAD_STATS (set, to
+ * default 1024, at most 2^20, else the PD passes through), for 16 PDs
+ * at a time (others pass through).  ZCX_PRELOAD_STATS (set, to
  * anything) prints each cache's statistics to stderr when its PD is
  * deallocated.
  */

@@ -17,13 +17,14 @@
  * MRs stay cached until a limit needs the room, or until a registration
  * fails for room (its monitor with ENOMEM: the context's cache_entries;
  * or ibv_reg_mr with ENOMEM, EAGAIN: the memlock limit, the device),
- * which then deregisters them and, if there were any, tries once more.  Callers asking for the same
- * range and access share one MR, lkey and rkey included.  A cached MR stays
- * registered, rkey included: do not hand out the rkey of memory whose
- * remote access you meant to revoke by releasing it (flush instead).
- * Each MR takes one monitor, i.e. one of the zcx context's cache_entries.  A cache may be used by
- * the threads of one process; after fork() the child must not use it
- * (-EIO).  Functions return 0 or a negative errno, unless said otherwise.
+ * which then deregisters them and, if there were any, tries once more.
+ * Callers asking for the same range and access share one MR, lkey and
+ * rkey included.  A cached MR stays registered, rkey included: do not
+ * hand out the rkey of memory whose remote access you meant to revoke by
+ * releasing it (flush instead).  Each MR takes one monitor, i.e. one of
+ * the zcx context's cache_entries.  A cache may be used by the threads
+ * of one process; after fork() the child must not use it (-EIO).
+ * Functions return 0 or a negative errno, unless said otherwise.
  */
 #ifndef ZCX_VERBS_H
 #define ZCX_VERBS_H
@@ -58,7 +59,8 @@ struct zcx_verbs_cache_attr {
  * struct zcx_verbs_stats - what a cache did.
  * @hits:	zcx_verbs_reg() answered from the cache, no system call.
  * @misses:	MRs registered.
- * @stale:	cached MRs found invalidated, by a lookup or progress.
+ * @stale:	cached MRs found invalidated, by a lookup, a miss or
+ *		progress.
  * @evictions:	unused MRs dropped for a limit.
  * @deregistered: MRs deregistered so far (stale, evicted, flushed).
  * @entries:	MRs cached now, in use or not, stale ones not yet

@@ -10,10 +10,11 @@
 # package's version, the compiler's (modules must be built with the
 # kernel's), the config fragment and the recipe version below (bump it
 # when the build steps change); later runs only print the directory, and
-# a new build removes the other keys' trees (a few GB each).  It holds
-# bzImage and a build tree for out-of-tree modules (make M=...).  --print prints the directory without building
-# (exit 1 if it is not built).  About 28 CPU-minutes (18 minutes
-# on 2 cores beside a guest).
+# a new build removes other keys' trees unused for a week (a few GB
+# each).  It holds bzImage and a build tree for out-of-tree modules
+# (make M=...).  --print prints the directory without building (exit 1
+# if it is not built).  About 28 CPU-minutes (18 minutes on 2 cores
+# beside a guest).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,6 +29,8 @@ cache=${ZCX_CACHE:-/var/cache/zcx}
 dir=$cache/debug-kernel-$key
 
 if [ -f "$dir/done" ]; then
+	# Last used now: see the pruning below.
+	touch "$dir/used" 2> /dev/null || true
 	echo "$dir"
 	exit 0
 fi
@@ -67,9 +70,13 @@ if ! "$0" --build-in "$dir/src" > "$log" 2>&1; then
 fi
 cp "$dir/src/arch/x86/boot/bzImage" "$dir/bzImage"
 make -s -C "$dir/src" kernelrelease > "$dir/kernelrelease"
-touch "$dir/done"
-# Trees of other keys are never used again.
+touch "$dir/done" "$dir/used"
+# Trees of other keys, unused for a week (another checkout may still use
+# one, or be building it: its directory's time is recent then).
 for old in "$cache"/debug-kernel-*; do
-	[ "$old" = "$dir" ] || rm -rf "$old"
+	[ "$old" != "$dir" ] || continue
+	mark=$old/used
+	[ -e "$mark" ] || mark=$old
+	[ -z "$(find "$mark" -maxdepth 0 -mtime +7)" ] || rm -rf "$old"
 done
 echo "$dir"
