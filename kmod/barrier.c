@@ -381,7 +381,9 @@ void zcx_bar_detach(struct zcx_ctx *ctx, u32 ep_idx, u32 idx)
  * mmap() of a barrier's state page, at the offset ZCX_IOC_BAR_CREATE or
  * ZCX_IOC_BAR_JOIN gave: only a member endpoint of this context maps it.
  * Called with mmap_lock held, so no ctx->ep_mutex here (see the lock
- * order): RCU keeps the barrier while we take a reference.
+ * order): bars_lock keeps the barrier while we take a reference, as a
+ * membership's reference is dropped only after its slot is cleared under
+ * that lock.
  */
 int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 {
@@ -402,15 +404,13 @@ int zcx_bar_mmap(struct zcx_ctx *ctx, struct vm_area_struct *vma)
 	 * stray mmap() of a free number, or one racing the undo of a join
 	 * there, must not keep a later join there from being undone.
 	 */
-	rcu_read_lock();
 	spin_lock(&ep->bars_lock);
 	bar = ep->bars[idx];
-	if (bar && kref_get_unless_zero(&bar->ref))
+	if (bar) {
+		kref_get(&bar->ref);
 		set_bit(idx, ep->bars_used);
-	else
-		bar = NULL;
+	}
 	spin_unlock(&ep->bars_lock);
-	rcu_read_unlock();
 	zcx_ep_put(ep);
 	if (!bar)
 		return -EINVAL;

@@ -5,10 +5,10 @@
  *
  * Interposes ibv_reg_mr(), ibv_reg_mr_iova2() (what the ibv_reg_mr()
  * macro calls for a non-constant access) when the I/O address is the
- * virtual address, ibv_dereg_mr(), ibv_rereg_mr() and
- * ibv_dealloc_pd().  Each protection
- * domain gets a cache on first use.  A released MR stays registered while
- * cached; ibv_dealloc_pd() first deregisters its PD's cache.
+ * virtual address, ibv_dereg_mr(), ibv_rereg_mr() and ibv_dealloc_pd().
+ * Each protection domain gets a cache on first use.  A released MR stays
+ * registered while cached; ibv_dealloc_pd() first deregisters its PD's
+ * cache.
  *
  * Limits: without /dev/zcx (or a module without monitors) every call
  * passes straight through, and so does anything the cache cannot take
