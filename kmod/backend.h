@@ -15,8 +15,7 @@
  * with zcx_op_complete().  On the other side, it accepts a connection to
  * a local endpoint with zcx_ep_accept() and hands each message it
  * receives to zcx_ep_deliver(), which matches it like a local one (and
- * may copy_to_user() from it: kmalloc()ed memory, or a cache's with a
- * usercopy region).
+ * may copy_to_user() from it: kmalloc()ed memory).
  * Endpoints, connections and operations stay opaque to the backend.
  *
  * Rendezvous: a send longer than @max_inline reaches ops->send() with its

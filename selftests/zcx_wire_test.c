@@ -61,8 +61,8 @@
  * that this test was not told of fails it.  Little-endian on the wire.
  */
 #define WIRE_MAGIC	0x7a637831
-#define WIRE_VERSION	9
-#define WIRE_INLINE	4096
+#define WIRE_VERSION	10
+#define WIRE_INLINE	8192
 /* A welcome's credits: the passive side's receive buffers, 8 to 32. */
 #define WIRE_RX_MIN	8
 #define WIRE_RX_MAX	32
@@ -122,9 +122,9 @@ struct wire_fin {
  * RTS and GET messages name.
  */
 #define RAW_RECVS	64
-#define RAW_RECV_SIZE	8192
+#define RAW_RECV_SIZE	16384
 #define RAW_SENDS	256
-#define RAW_SEND_SIZE	8192	/* more than a message may be */
+#define RAW_SEND_SIZE	16384	/* more than a message may be */
 #define RAW_DATA_SIZE	(64 << 10)
 #define RAW_SEND_OFF	(RAW_RECVS * RAW_RECV_SIZE)
 #define RAW_DATA_OFF	(RAW_SEND_OFF + RAW_SENDS * RAW_SEND_SIZE)
@@ -890,7 +890,7 @@ static const struct broken_msg broken_msgs[] = {
 	{ "an unknown type", .type = 99, .body_len = 10 },
 	{ "a flag on an inline message", .type = W_EAGER, .flags = WIRE_EAGER_OFF, .body_len = 10 },
 	{ "a flag on an RTS", .type = W_RTS, .flags = WIRE_EAGER_OFF, .nseg = 1 },
-	{ "a message longer than a buffer", .type = W_EAGER, .body_len = WIRE_INLINE + 100 },
+	{ "a message a byte longer than a buffer", .type = W_EAGER, .body_len = WIRE_INLINE + 1 },
 	{ "a message that invalidates a key", .op = AS_SEND_INV, .type = W_EAGER,
 	  .body_len = 10 },
 	{ "a WRITE with immediate data", .op = AS_WRITE_IMM,
@@ -1272,7 +1272,7 @@ static int fake_fin(struct fake *f, uint64_t cookie, uint32_t status, size_t len
  */
 TEST_F_TIMEOUT(wire, a_node_that_speaks_the_protocol, 300)
 {
-	unsigned char out[8192];
+	unsigned char out[WIRE_INLINE + 1];
 	struct zcx_req req;
 	struct wire_hdr hdr;
 	struct fake *f = &self->fake;
@@ -1293,7 +1293,14 @@ TEST_F_TIMEOUT(wire, a_node_that_speaks_the_protocol, 300)
 	EXPECT_EQ(TAG, le64toh(hdr.tag));
 	ASSERT_EQ(100, le32toh(hdr.len));
 	EXPECT_GT(0, xpat_check(f->conn.got + sizeof(hdr), 100, 6));
-	/* Rendezvous: pending until our FIN. */
+	/* Inline up to the limit. */
+	xpat_fill(out, WIRE_INLINE, 8);
+	ASSERT_EQ(0, zcx_send(self->node.good, peer, out, WIRE_INLINE, TAG));
+	ASSERT_EQ(0, fake_next(f, &hdr));
+	EXPECT_EQ(W_EAGER, hdr.type);
+	ASSERT_EQ(WIRE_INLINE, le32toh(hdr.len));
+	EXPECT_GT(0, xpat_check(f->conn.got + sizeof(hdr), WIRE_INLINE, 8));
+	/* Rendezvous, a byte more: pending until our FIN. */
 	xpat_fill(out, sizeof(out), 7);
 	memset(&req, 0, sizeof(req));
 	ASSERT_EQ(0, zcx_isend(self->node.good, peer, out, sizeof(out), TAG + 1, &req));
@@ -1353,7 +1360,7 @@ static const struct broken_answer broken_answers[] = {
 
 TEST_F_TIMEOUT(wire, a_node_breaking_the_protocol_fails_the_sends_to_it, 600)
 {
-	unsigned char out[8192] = { 0 };
+	unsigned char out[WIRE_INLINE + 1] = { 0 };
 	struct zcx_req req;
 	struct wire_hdr hdr;
 	struct fake *f = &self->fake;

@@ -48,7 +48,7 @@ FIXTURE_VARIANT_ADD(xfer, poll) {
 
 /*
  * Between "nodes": through zcx_ib.ko's RDMA queue pairs on Soft-RoCE
- * (zcx_net.h), inline SENDs up to 4096 bytes and RDMA READ rendezvous above.
+ * (zcx_net.h), inline SENDs up to 8192 bytes and RDMA READ rendezvous above.
  */
 FIXTURE_VARIANT_ADD(xfer, net) {
 	.ep_flags = ZCX_EP_NET,
@@ -103,14 +103,15 @@ TEST(feature)
 }
 
 /*
- * Data integrity: every size class, both directions.  The parent sends
+ * Data integrity: every size class (and over the network, both sides of
+ * its inline limit, 8 KiB), both directions.  The parent sends
  * each message from an odd offset; the child receives it into a buffer of
  * exactly its size at another unaligned offset, between guard bytes,
  * checks it, and sends it back from there; the parent checks the echo.
  * Even sizes have the receive posted before the send, odd ones after.
  */
 static const size_t sizes[] = {
-	0, 1, 7, 4095, 4096, 4097, 64 * KiB + 3, 1 * MiB, 16 * MiB,
+	0, 1, 7, 4095, 4096, 4097, 8192, 8193, 64 * KiB + 3, 1 * MiB, 16 * MiB,
 };
 #define NSIZES		(sizeof(sizes) / sizeof(sizes[0]))
 #define BIG		(16 * MiB)
@@ -446,7 +447,7 @@ TEST_F_TIMEOUT(xfer, unexpected_flood_holds_up_no_later_message, 120)
 	 * message: zcx_ib.h's.
 	 */
 	const unsigned int net_buffers = 32, net_held = 24, net_fins = 128, net_sq = 1024;
-	const size_t net_inline = 4096;
+	const size_t net_inline = 8192;
 	struct zcx_query q;
 	struct zcx *zcx;
 	struct flood f;

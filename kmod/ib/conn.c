@@ -148,7 +148,7 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 	struct ib_qp_init_attr attr = {};
 	int ret;
 
-	conn->rx_size = conn->passive ? ZCX_IB_MSG_SIZE : ZCX_IB_REPLY_SIZE;
+	conn->rx_size = conn->passive ? ZCX_IB_INLINE : ZCX_IB_REPLY_SIZE;
 	/*
 	 * Retransmissions replay, on Soft-RoCE, the registrations queued
 	 * behind the lost packet, which then fail and break the connection:
@@ -186,7 +186,7 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 	attr.cap.max_send_wr = conn->sq_depth + 1;
 	attr.cap.max_recv_wr = rx_depth + 1;
 	attr.cap.max_send_sge = max(2U, conn->rdma_sge);
-	attr.cap.max_recv_sge = 1;
+	attr.cap.max_recv_sge = 2;	/* header and body */
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 	ret = rdma_create_qp(id, conn->pd, &attr);

@@ -57,7 +57,7 @@ module_param_named(reg_cache, zcx_ib_reg_cache, bool, 0644);
 MODULE_PARM_DESC(reg_cache, "Keep the registrations of cached regions for later messages (default 1; 0: register each message, for registrations made from then on)");
 
 /*
- * Each costs its receive buffers (rx_buffers of them, some 4.6 KiB each,
+ * Each costs its receive buffers (rx_buffers of them, some 8.1 KiB each,
  * charged to the accepting endpoint's memory cgroup) and a queue pair of
  * the device.
  */
@@ -140,12 +140,9 @@ static int __init zcx_ib_init(void)
 {
 	int ret;
 
-	ret = zcx_ib_rx_init();
-	if (ret)
-		return ret;
 	ret = zcx_ib_conn_init();
 	if (ret)
-		goto fail_rx;
+		return ret;
 	ret = ib_register_client(&zcx_ib_client);
 	if (ret)
 		goto fail_conn;
@@ -166,8 +163,6 @@ fail_client:
 	ib_unregister_client(&zcx_ib_client);
 fail_conn:
 	zcx_ib_conn_exit();
-fail_rx:
-	zcx_ib_rx_exit();
 	return ret;
 }
 
@@ -181,7 +176,6 @@ static void __exit zcx_ib_exit(void)
 	zcx_backend_unregister(&zcx_ib_ops);
 	ib_unregister_client(&zcx_ib_client);
 	zcx_ib_conn_exit();
-	zcx_ib_rx_exit();
 }
 
 module_init(zcx_ib_init);

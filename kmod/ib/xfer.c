@@ -44,12 +44,10 @@
 
 #include "zcx_ib.h"
 
-static_assert(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE <= ZCX_IB_MSG_SIZE);
-static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_fin) <= ZCX_IB_REPLY_SIZE);
-static_assert(sizeof(struct zcx_ib_hdr) + sizeof(struct zcx_ib_rts) +
-	      ZCX_IB_MAX_SEGS * sizeof(struct zcx_ib_seg) <= ZCX_IB_MSG_SIZE);
-/* A short send's kernel buffer is on one page or two (zcx_ib_op_pages()). */
-static_assert(ZCX_IB_INLINE <= PAGE_SIZE);
+static_assert(sizeof(struct zcx_ib_rts) + ZCX_IB_MAX_SEGS * sizeof(struct zcx_ib_seg) <=
+	      ZCX_IB_INLINE);
+/* The pages of a short send's kernel buffer (zcx_ib_op_pages()). */
+#define ZCX_IB_KPAGES		(DIV_ROUND_UP(ZCX_IB_INLINE, PAGE_SIZE) + 1)
 /* The registrations of one message map the longest PUT or GET. */
 static_assert((u64)ZCX_IB_MAX_SEGS * ZCX_IB_MR_PAGES * PAGE_SIZE >= ZCX_IB_RMA_MAX);
 /* A segment's 32-bit length holds all that one MR maps. */
@@ -65,44 +63,27 @@ static_assert(ZCX_IB_EAGER_QUEUE(ZCX_IB_RX_MIN) >= 1 && ZCX_IB_CREDIT_LOW(ZCX_IB
 /* --- receive buffers ------------------------------------------------------ */
 
 /*
- * An accepted connection's buffers, and copies of messages longer than
- * ZCX_IB_INLINE: a size kmalloc() would round up to 8 KiB.  zcx.ko may
- * copy a message from one to user memory; the device writes into them.
+ * A buffer takes a message in two parts: its header, and its body, whose
+ * ZCX_IB_INLINE bytes on an accepted connection then fill a kmalloc()
+ * size of their own (header and body in one would take 8 KiB and a bit,
+ * which the allocator rounds up).  An accepted connection's are charged
+ * to its endpoint's owner (conn.c).
  */
-static struct kmem_cache *zcx_ib_msg_cache;
-
-int zcx_ib_rx_init(void)
-{
-	zcx_ib_msg_cache = kmem_cache_create_usercopy("zcx_ib_msg", ZCX_IB_MSG_SIZE,
-						      dma_get_cache_alignment(),
-						      SLAB_HWCACHE_ALIGN, 0, ZCX_IB_MSG_SIZE,
-						      NULL);
-	return zcx_ib_msg_cache ? 0 : -ENOMEM;
-}
-
-void zcx_ib_rx_exit(void)
-{
-	kmem_cache_destroy(zcx_ib_msg_cache);
-}
-
-/* An accepted connection's are charged to its endpoint's owner (conn.c). */
 static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 {
 	struct zcx_ib_rx *rx = kmalloc(sizeof(*rx), GFP_KERNEL_ACCOUNT);
 
 	if (!rx)
 		return NULL;
-	rx->cached = conn->passive;
-	if (rx->cached)
-		rx->buf = kmem_cache_alloc(zcx_ib_msg_cache, GFP_KERNEL_ACCOUNT);
-	else
-		rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
-	if (!rx->buf) {
+	rx->hdr = kmalloc(sizeof(*rx->hdr), GFP_KERNEL_ACCOUNT);
+	rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
+	if (!rx->hdr || !rx->buf) {
+		kfree(rx->hdr);
+		kfree(rx->buf);
 		kfree(rx);
 		return NULL;
 	}
 	rx->conn = conn;
-	rx->dma = 0;
 	rx->copy = false;
 	rx->unreceived = false;
 	rx->rts_copy = 0;
@@ -112,41 +93,49 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 /* @rx is not mapped (any more). */
 static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
 {
-	if (rx->cached)
-		kmem_cache_free(zcx_ib_msg_cache, rx->buf);
-	else
-		kfree(rx->buf);
+	kfree(rx->hdr);
+	kfree(rx->buf);
 	kfree(rx);
 }
 
 static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc);
 
+/* @rx was posted: the device is done with it. */
+static void zcx_ib_rx_unmap(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
+{
+	ib_dma_unmap_single(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
+	ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
+}
+
 /* Post @rx; conn->lock held.  0, or -errno (the caller keeps @rx). */
 static int zcx_ib_rx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 {
 	struct ib_recv_wr wr = {};
-	struct ib_sge sge;
+	struct ib_sge sge[2];
 	int ret;
 
 	if (conn->state == ZCX_IB_DEAD)
 		return -ECONNRESET;
+	rx->hdr_dma = ib_dma_map_single(conn->ibdev, rx->hdr, sizeof(*rx->hdr), DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, rx->hdr_dma))
+		return -ENOMEM;
 	rx->dma = ib_dma_map_single(conn->ibdev, rx->buf, conn->rx_size, DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(conn->ibdev, rx->dma)) {
-		rx->dma = 0;
+		ib_dma_unmap_single(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
 		return -ENOMEM;
 	}
-	sge.addr = rx->dma;
-	sge.length = conn->rx_size;
-	sge.lkey = conn->pd->local_dma_lkey;
+	sge[0].addr = rx->hdr_dma;
+	sge[0].length = sizeof(*rx->hdr);
+	sge[1].addr = rx->dma;
+	sge[1].length = conn->rx_size;
+	sge[0].lkey = sge[1].lkey = conn->pd->local_dma_lkey;
 	rx->cqe.done = zcx_ib_rx_done;
 	wr.wr_cqe = &rx->cqe;
-	wr.sg_list = &sge;
-	wr.num_sge = 1;
+	wr.sg_list = sge;
+	wr.num_sge = 2;
 	ret = ib_post_recv(conn->qp, &wr, NULL);
-	if (ret) {
-		ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
-		rx->dma = 0;
-	}
+	if (ret)
+		zcx_ib_rx_unmap(conn, rx);
 	return ret;
 }
 
@@ -192,9 +181,9 @@ static void zcx_ib_rx_received(struct zcx_ib_rx *rx)
 }
 
 /*
- * A copy of the @len-byte message in @rx, whose buffer is posted again at
- * once; or @rx itself if no memory can be had for the copy.  The
- * receiver pays for it.
+ * A copy of the message in @rx (its header and @len bytes of body), whose
+ * buffer is posted again at once; or @rx itself if no memory can be had
+ * for the copy.  The receiver pays for it.
  */
 static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx, u32 len)
 {
@@ -204,19 +193,14 @@ static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_
 	struct zcx_ib_rx *copy = kzalloc(sizeof(*copy), gfp);
 
 	if (copy) {
-		copy->cached = len > ZCX_IB_INLINE;
-		if (copy->cached)
-			copy->buf = kmem_cache_alloc(zcx_ib_msg_cache, gfp);
-		else
-			copy->buf = kmalloc(len, gfp);
-		if (copy->buf)
-			memcpy(copy->buf, rx->buf, len);
+		copy->hdr = kmemdup(rx->hdr, sizeof(*rx->hdr), gfp);
+		copy->buf = kmemdup(rx->buf, len, gfp);
 	}
 	set_active_memcg(old_memcg);
 	if (!copy)
 		return rx;
-	if (!copy->buf) {
-		kfree(copy);
+	if (!copy->hdr || !copy->buf) {
+		zcx_ib_rx_free(copy);
 		return rx;
 	}
 	copy->conn = conn;
@@ -1179,7 +1163,8 @@ static void zcx_ib_copy_pages(struct page **pages, u32 offset, void *buf, u64 le
 /*
  * The pages of @op's @len bytes, the first from *@offset: pinned, or a
  * short send's kernel buffer (sent as an RTS, see zcx_ib_send()), whose
- * one page or two go in @kpages.  NULL if none.
+ * pages (at most ZCX_IB_KPAGES: kmalloc()ed, so contiguous) go in
+ * @kpages.  NULL if none.
  */
 static struct page **zcx_ib_op_pages(struct zcx_op *op, u64 len, struct page **kpages,
 				     u32 *offset)
@@ -1187,13 +1172,14 @@ static struct page **zcx_ib_op_pages(struct zcx_op *op, u64 len, struct page **k
 	struct page **pages = zcx_op_pages(op, offset);
 	const void *data;
 	u64 n, tag;
+	u32 i;
 
 	zcx_op_payload(op, &data, &n, &tag);
 	if (pages || !data || len > ZCX_IB_INLINE || !virt_addr_valid(data))
 		return pages;
-	kpages[0] = virt_to_page(data);
-	kpages[1] = virt_to_page(data + len - 1);
 	*offset = offset_in_page(data);
+	for (i = 0; i < DIV_ROUND_UP(*offset + len, PAGE_SIZE); i++)
+		kpages[i] = virt_to_page(data - *offset + i * PAGE_SIZE);
 	return kpages;
 }
 
@@ -1212,7 +1198,7 @@ static int zcx_ib_rts_job(struct zcx_ib_conn *conn, struct zcx_ib_tx *tx, u8 typ
 	int access = type == ZCX_IB_GET ? IB_ACCESS_REMOTE_WRITE | IB_ACCESS_LOCAL_WRITE :
 					  IB_ACCESS_REMOTE_READ;
 	bool carried = type == ZCX_IB_PUT && len <= ZCX_IB_PUT_INLINE;
-	struct page **pages = NULL, *kpages[2];
+	struct page **pages = NULL, *kpages[ZCX_IB_KPAGES];
 	const struct zcx_ib_reg *reg;
 	u32 offset = 0, nreg = 0, nseg;
 	struct zcx_ib_hdr *hdr;
@@ -1406,7 +1392,7 @@ static void zcx_ib_reply(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx,
 	int ret = -EPROTO;
 
 	if (type == ZCX_IB_FIN && len == sizeof(fin))
-		memcpy(&fin, rx->buf + sizeof(struct zcx_ib_hdr), sizeof(fin));
+		memcpy(&fin, rx->buf, sizeof(fin));
 	else if (type != ZCX_IB_CREDIT || len)
 		goto broken;
 	zcx_ib_rx_repost(conn, rx);
@@ -1475,16 +1461,15 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 {
 	struct zcx_ib_rx *rx = container_of(wc->wr_cqe, struct zcx_ib_rx, cqe);
 	struct zcx_ib_conn *conn = rx->conn;
-	const struct zcx_ib_hdr *hdr = (const void *)rx->buf;
-	void *body = rx->buf + sizeof(*hdr);
+	const struct zcx_ib_hdr *hdr = rx->hdr;
+	void *body = rx->buf;
 	u64 tag, msg_len;
 	int ret = -EPROTO;
 	bool copy;
 	u32 len;
 	u8 type;
 
-	ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
-	rx->dma = 0;
+	zcx_ib_rx_unmap(conn, rx);
 	if (zcx_ib_wc_result(conn, wc)) {
 		/* Flushed by a teardown, or the connection broke. */
 		zcx_ib_rx_free(rx);
@@ -1561,11 +1546,10 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc)
 	else
 		goto broken;
 	if (copy)
-		rx = zcx_ib_rx_copy(conn, rx, sizeof(*hdr) + len);
+		rx = zcx_ib_rx_copy(conn, rx, len);
 	/* zcx.ko holds the buffer or copy, and so the connection, until consumed. */
 	kref_get(&conn->ref);
-	ret = zcx_ep_deliver(conn->ep, tag, type == ZCX_IB_EAGER ? rx->buf + sizeof(*hdr) : NULL,
-			     msg_len, rx);
+	ret = zcx_ep_deliver(conn->ep, tag, type == ZCX_IB_EAGER ? rx->buf : NULL, msg_len, rx);
 	if (!ret)
 		return;
 	zcx_ib_conn_put(conn);
@@ -1815,8 +1799,8 @@ static struct zcx_ib_tx *zcx_ib_answer_job(struct zcx_ib_conn *conn, struct zcx_
 void zcx_ib_pull(void *arg, struct zcx_op *recv, u64 len)
 {
 	struct zcx_ib_rx *rx = arg;
-	const struct zcx_ib_hdr *hdr = (const void *)rx->buf;
-	const struct zcx_ib_rts *rts = (const void *)(hdr + 1);
+	const struct zcx_ib_hdr *hdr = rx->hdr;
+	const struct zcx_ib_rts *rts = rx->buf;
 	struct page **pages = NULL;
 	struct zcx_ib_tx *tx;
 	u32 offset = 0;
@@ -1841,8 +1825,8 @@ void zcx_ib_pull(void *arg, struct zcx_op *recv, u64 len)
  */
 static void zcx_ib_serve(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 {
-	const struct zcx_ib_hdr *hdr = (const void *)rx->buf;
-	const struct zcx_ib_rts *rts = (const void *)(hdr + 1);
+	const struct zcx_ib_hdr *hdr = rx->hdr;
+	const struct zcx_ib_rts *rts = rx->buf;
 	bool put = hdr->type == ZCX_IB_PUT;
 	u64 len = le64_to_cpu(rts->len);
 	struct zcx_rma_target *target;

@@ -54,13 +54,13 @@
 #include "backend.h"
 
 /*
- * Bytes one message carries, at most: 4 KiB, so that page-sized messages
- * go inline; part of the wire, the same on every node whatever its page
- * size ...
+ * Bytes one message carries, at most: 8 KiB, so that messages up to two
+ * 4 KiB pages go inline, one SEND instead of a rendezvous's three trips across
+ * the network (request, READ, its answer); part of the wire, the same on
+ * every node whatever its page size.  A receive buffer takes the header
+ * apart from these bytes, so that they fill a kmalloc() size (xfer.c).
  */
-#define ZCX_IB_INLINE		4096
-/* ... and with the header, an accepted connection's receive buffer. */
-#define ZCX_IB_MSG_SIZE		(sizeof(struct zcx_ib_hdr) + ZCX_IB_INLINE)
+#define ZCX_IB_INLINE		8192
 /*
  * Receive buffers of an accepted connection: the rx_buffers parameter,
  * from ZCX_IB_RX_MIN to ZCX_IB_RX_MAX.  Accepting tells the active side
@@ -100,7 +100,7 @@
  * credit that has not come back yet, so it never runs out.
  */
 #define ZCX_IB_REPLY_DEPTH	(ZCX_IB_FIN_MAX + ZCX_IB_RX_MAX)
-#define ZCX_IB_REPLY_SIZE	64
+#define ZCX_IB_REPLY_SIZE	sizeof(struct zcx_ib_fin)	/* a reply's body, at most */
 #define ZCX_IB_SQ_DEPTH		1024	/* work requests on a send queue, at most */
 #define ZCX_IB_MR_PAGES		512	/* pages one fast registration maps, at most */
 /*
@@ -128,7 +128,7 @@
  */
 #define ZCX_IB_RETRY_COUNT	6
 #define ZCX_IB_MAGIC		0x7a637831	/* "zcx1" */
-#define ZCX_IB_VERSION		9
+#define ZCX_IB_VERSION		10
 
 /* What a connection request carries (at most 56 bytes over IP). */
 struct zcx_ib_hello {
@@ -208,8 +208,11 @@ struct zcx_ib_rts {
 	struct zcx_ib_seg segs[];
 };
 
-/* The longest PUT that carries its bytes. */
-#define ZCX_IB_PUT_INLINE	(ZCX_IB_INLINE - sizeof(struct zcx_ib_rts))
+/*
+ * The longest PUT that carries its bytes: its message, header included,
+ * fits in ZCX_IB_INLINE bytes, a kmalloc() size.
+ */
+#define ZCX_IB_PUT_INLINE	(ZCX_IB_INLINE - sizeof(struct zcx_ib_hdr) - sizeof(struct zcx_ib_rts))
 /*
  * The longest PUT or GET, on the wire: what a message's registrations can
  * map with 4 KiB pages (xfer.c checks that this node's can).
@@ -242,10 +245,11 @@ struct zcx_ib_rx {
 	struct ib_cqe cqe;
 	struct zcx_ib_conn *conn;
 	struct list_head link;
-	u64 dma;		/* mapped while posted, else 0 */
-	void *buf;		/* struct zcx_ib_hdr, then the body (conn->rx_size) */
+	u64 hdr_dma;		/* @hdr mapped, while posted */
+	u64 dma;		/* @buf mapped, while posted */
+	struct zcx_ib_hdr *hdr;	/* the message's header ... */
+	void *buf;		/* ... and its body (conn->rx_size bytes; a copy's: its own) */
 	bool copy;		/* a copy of the message (its length), freed, not posted */
-	bool cached;		/* @buf is from zcx_ib_msg_cache, else kmalloc()ed */
 	bool unreceived;	/* an EAGER message zcx.ko holds: in conn->unreceived */
 	u32 rts_copy;		/* an RTS zcx.ko holds: its bytes, in conn->rts_copied */
 };
@@ -411,7 +415,7 @@ struct zcx_ib_tx {
  * @read_mr:	the sink of a READ must be registered (iWARP).
  * @quiet_cqe:	the completion of unsignalled work requests, which only
  *		completes when flushed or failed.
- * @rx_size:	bytes of each receive buffer.
+ * @rx_size:	bytes of each receive buffer's body (after the header).
  * @rx_depth:	passive: its receive buffers for messages; active: the
  *		peer's, as its welcome told (set before the connection is up).
  * @credits:	active: messages we may send, the peer having buffers posted
@@ -522,8 +526,6 @@ void zcx_ib_listen_exit(void);
 void zcx_ib_device_gone(struct ib_device *ibdev);
 int zcx_ib_conn_init(void);
 void zcx_ib_conn_exit(void);
-int zcx_ib_rx_init(void);
-void zcx_ib_rx_exit(void);
 void zcx_ib_conn_put(struct zcx_ib_conn *conn);
 void zcx_ib_conn_schedule_kill(struct zcx_ib_conn *conn);
 bool zcx_ib_queue_work(struct work_struct *work);
