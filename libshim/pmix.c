@@ -9,6 +9,7 @@
 /* PMIx's header uses POSIX and BSD string functions. */
 #define _DEFAULT_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ struct zcx_pmix {
 	uint32_t size;
 	bool single;		/* no launcher: a job of one, PMIx unused */
 	unsigned int seq;	/* collectives made, for their keys */
+	int timeout;		/* seconds PMIx may take for each step; 0: no limit */
 };
 
 static int zcx_pmix_error(const char *what, pmix_status_t rc)
@@ -84,6 +86,23 @@ ZCX_EXPORT uint32_t zcx_pmix_size(const struct zcx_pmix *job)
 	return job->size;
 }
 
+ZCX_EXPORT int zcx_pmix_set_timeout(struct zcx_pmix *job, unsigned int seconds)
+{
+	if (seconds > INT_MAX)
+		return -EINVAL;
+	job->timeout = (int)seconds;
+	return 0;
+}
+
+/* The job's timeout, if it has one, into @info: how many entries (0 or 1). */
+static size_t zcx_pmix_timeout_info(const struct zcx_pmix *job, pmix_info_t *info)
+{
+	if (!job->timeout)
+		return 0;
+	PMIX_INFO_LOAD(info, PMIX_TIMEOUT, &job->timeout, PMIX_INT);
+	return 1;
+}
+
 /*
  * Publish @len bytes at @blob (if non-NULL) under the next key and wait
  * for every rank.  The fence is always made, whatever failed before it,
@@ -95,9 +114,10 @@ static int zcx_pmix_exchange(struct zcx_pmix *job, const void *blob, size_t len,
 {
 	pmix_status_t rc = PMIX_SUCCESS, fenced;
 	const char *what = "PMIx_Put";
-	pmix_info_t collect;
+	pmix_info_t info[2];
 	pmix_value_t val;
 	bool yes = true;
+	size_t n, i;
 
 	snprintf(key, key_size, "zcx.%u", job->seq++);
 	if (blob) {
@@ -110,9 +130,12 @@ static int zcx_pmix_exchange(struct zcx_pmix *job, const void *blob, size_t len,
 		rc = PMIx_Commit();
 		what = "PMIx_Commit";
 	}
-	PMIX_INFO_LOAD(&collect, PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
-	fenced = PMIx_Fence(NULL, 0, &collect, 1);
-	PMIX_INFO_DESTRUCT(&collect);
+	PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &yes, PMIX_BOOL);
+	n = 1 + zcx_pmix_timeout_info(job, &info[1]);
+	fenced = PMIx_Fence(NULL, 0, info, n);
+	/* PMIX_INFO_DESTRUCT() takes its argument more than once. */
+	for (i = 0; i < n; i++)
+		PMIX_INFO_DESTRUCT(&info[i]);
 	if (rc == PMIX_SUCCESS) {
 		rc = fenced;
 		what = "PMIx_Fence";
@@ -125,12 +148,16 @@ static int zcx_pmix_fetch(struct zcx_pmix *job, uint32_t rank, const char *key, 
 			  size_t len)
 {
 	pmix_value_t *val = NULL;
+	pmix_info_t timeout;
+	size_t n = zcx_pmix_timeout_info(job, &timeout);
 	pmix_proc_t peer;
 	pmix_status_t rc;
 	int ret = 0;
 
 	PMIX_LOAD_PROCID(&peer, job->self.nspace, rank);
-	rc = PMIx_Get(&peer, key, NULL, 0, &val);
+	rc = PMIx_Get(&peer, key, n ? &timeout : NULL, n, &val);
+	if (n)
+		PMIX_INFO_DESTRUCT(&timeout);
 	if (rc != PMIX_SUCCESS)
 		return zcx_pmix_error("PMIx_Get", rc);
 	if (val->type != PMIX_BYTE_OBJECT || val->data.bo.size != len)

@@ -27,10 +27,11 @@
  * counts initialisations.
  *
  * Functions return 0 or a negative errno: -ENOMEM; -EIO when PMIx fails
- * (its message on stderr, a missing key included); -ETIMEDOUT when PMIx
- * reports a timeout (zcx sets none: a rank that never takes part leaves
- * the others waiting, as in any PMIx fence); -EPROTO when a peer's data
- * is not an address, or the job size not a number.
+ * (its message on stderr, a missing key included); -ETIMEDOUT when a
+ * step took longer than zcx_pmix_set_timeout() allows (without one, a
+ * rank that never takes part leaves the others waiting, as in any PMIx
+ * fence); -EPROTO when a peer's data is not an address, or the job size
+ * not a number.
  *
  * Link with -lzcx-pmix -lzcx (it brings libpmix in; this header needs no
  * PMIx header).
@@ -54,6 +55,14 @@ int zcx_pmix_init(struct zcx_pmix **job);
 /* This process's rank, and the number of processes in the job. */
 uint32_t zcx_pmix_rank(const struct zcx_pmix *job);
 uint32_t zcx_pmix_size(const struct zcx_pmix *job);
+/*
+ * Let each PMIx step of the collectives that follow (a fence, a read of a
+ * peer's data) take at most @seconds (0, the default: no limit), then
+ * fail with -ETIMEDOUT: a job then gives up on a rank that does not take
+ * part.  A collective that timed out leaves the job's collectives out of
+ * step: leave the job.  -EINVAL if @seconds is more than PMIx takes.
+ */
+int zcx_pmix_set_timeout(struct zcx_pmix *job, unsigned int seconds);
 
 /* Collective: every rank's @mine, into all[0 .. size - 1]. */
 int zcx_pmix_allgather(struct zcx_pmix *job, const struct zcx_addr *mine,

@@ -23,7 +23,7 @@ rounds=100
 # --oversubscribe.
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 check=${ZCX_PMIX_GROUP_CHECK:-$here/../build/tools/zcx_pmix_group_check}
-tests=8
+tests=9
 
 echo "TAP version 13"
 echo "1..$tests"
@@ -109,6 +109,33 @@ else
 		n=$((n + 1))
 		echo "ok $n pmix.group_fails_everywhere_$name # SKIP no $check"
 	done
+fi
+
+# A rank that never takes part: with a timeout, the others' group fails
+# with -ETIMEDOUT (-110) instead of waiting for ever; the absent rank
+# leaves once every other has its outcome.
+group_times_out() {
+	local nprocs=3 absent=1 rc r line ok=1 dir
+	dir=$(mktemp -d)
+	timeout 120 "${mpirun[@]}" -n $nprocs "$check" -a $absent -d "$dir" > "$log" 2>&1
+	rc=$?
+	rm -rf "$dir"
+	for r in $(seq 0 $((nprocs - 1))); do
+		line=$(grep "^rank $r: " "$log")
+		if [ "$r" = "$absent" ]; then
+			[ "$line" = "rank $r: away, $((nprocs - 1)) came back" ] || ok=0
+		else
+			[ "$line" = "rank $r: group -110" ] || ok=0
+		fi
+	done
+	verdict group_times_out_without_a_rank "$rc" $ok
+}
+
+if [ -x "$check" ]; then
+	group_times_out
+else
+	n=$((n + 1))
+	echo "ok $n pmix.group_times_out_without_a_rank # SKIP no $check"
 fi
 
 # A job whose launcher is gone: an error, not a job of one.
