@@ -96,6 +96,7 @@ static void zcx_ib_conn_free(struct kref *ref)
 
 	if (conn->counted)
 		atomic_dec(&zcx_ib_accepted);
+	kfree(conn->rx_hdrs);
 	kfree(conn);
 	module_put(THIS_MODULE);
 }
@@ -216,6 +217,7 @@ static void zcx_ib_qp_destroy(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 		zcx_ib_ctl_free(conn);
 		zcx_ib_mrs_free(conn);
 	}
+	zcx_ib_rx_hdrs_unmap(conn);
 	if (conn->cq) {
 		ib_free_cq(conn->cq);
 		conn->cq = NULL;

@@ -66,23 +66,25 @@ static_assert(ZCX_IB_EAGER_QUEUE(ZCX_IB_RX_MIN) >= 1 && ZCX_IB_CREDIT_LOW(ZCX_IB
  * A buffer takes a message in two parts: its header, and its body, whose
  * ZCX_IB_INLINE bytes on an accepted connection then fill a kmalloc()
  * size of their own (header and body in one would take 8 KiB and a bit,
- * which the allocator rounds up).  An accepted connection's are charged
- * to its endpoint's owner (conn.c).
+ * which the allocator rounds up).  The headers of a connection's buffers
+ * are one array, each in cache lines of its own, mapped once for the
+ * connection's life and freed with it (held messages point into it); a
+ * body is mapped while posted.  An accepted connection's are charged to
+ * its endpoint's owner (conn.c).
  */
-static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
+static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn, u32 slot, size_t stride)
 {
 	struct zcx_ib_rx *rx = kmalloc(sizeof(*rx), GFP_KERNEL_ACCOUNT);
 
 	if (!rx)
 		return NULL;
-	rx->hdr = kmalloc(sizeof(*rx->hdr), GFP_KERNEL_ACCOUNT);
 	rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
-	if (!rx->hdr || !rx->buf) {
-		kfree(rx->hdr);
-		kfree(rx->buf);
+	if (!rx->buf) {
 		kfree(rx);
 		return NULL;
 	}
+	rx->hdr = conn->rx_hdrs + slot * stride;
+	rx->hdr_dma = conn->rx_hdrs_dma + slot * stride;
 	rx->conn = conn;
 	rx->copy = false;
 	rx->unreceived = false;
@@ -90,12 +92,22 @@ static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn)
 	return rx;
 }
 
-/* @rx is not mapped (any more). */
+/* @rx is not posted (any more). */
 static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
 {
-	kfree(rx->hdr);
+	if (rx->copy)
+		kfree(rx->hdr);
 	kfree(rx->buf);
 	kfree(rx);
+}
+
+/* After the drain: the device writes no more headers. */
+void zcx_ib_rx_hdrs_unmap(struct zcx_ib_conn *conn)
+{
+	if (conn->rx_hdrs_size)
+		ib_dma_unmap_single(conn->ibdev, conn->rx_hdrs_dma, conn->rx_hdrs_size,
+				    DMA_FROM_DEVICE);
+	conn->rx_hdrs_size = 0;
 }
 
 static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc);
@@ -103,7 +115,7 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc);
 /* @rx was posted: the device is done with it. */
 static void zcx_ib_rx_unmap(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 {
-	ib_dma_unmap_single(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
+	ib_dma_sync_single_for_cpu(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
 	ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
 }
 
@@ -116,14 +128,10 @@ static int zcx_ib_rx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 
 	if (conn->state == ZCX_IB_DEAD)
 		return -ECONNRESET;
-	rx->hdr_dma = ib_dma_map_single(conn->ibdev, rx->hdr, sizeof(*rx->hdr), DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(conn->ibdev, rx->hdr_dma))
-		return -ENOMEM;
 	rx->dma = ib_dma_map_single(conn->ibdev, rx->buf, conn->rx_size, DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(conn->ibdev, rx->dma)) {
-		ib_dma_unmap_single(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, rx->dma))
 		return -ENOMEM;
-	}
+	ib_dma_sync_single_for_device(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
 	sge[0].addr = rx->hdr_dma;
 	sge[0].length = sizeof(*rx->hdr);
 	sge[1].addr = rx->dma;
@@ -193,6 +201,7 @@ static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_
 	struct zcx_ib_rx *copy = kzalloc(sizeof(*copy), gfp);
 
 	if (copy) {
+		copy->copy = true;
 		copy->hdr = kmemdup(rx->hdr, sizeof(*rx->hdr), gfp);
 		copy->buf = kmemdup(rx->buf, len, gfp);
 	}
@@ -204,7 +213,6 @@ static struct zcx_ib_rx *zcx_ib_rx_copy(struct zcx_ib_conn *conn, struct zcx_ib_
 		return rx;
 	}
 	copy->conn = conn;
-	copy->copy = true;
 	copy->unreceived = rx->unreceived;
 	copy->rts_copy = rx->rts_copy;
 	rx->unreceived = false;
@@ -371,15 +379,24 @@ static void zcx_ib_ctl_sent(struct ib_cq *cq, struct ib_wc *wc)
 }
 
 
-/* Post @depth receive buffers on @conn. */
+/* Post @depth receive buffers on @conn, once. */
 int zcx_ib_rx_fill(struct zcx_ib_conn *conn, u32 depth)
 {
+	size_t stride = ALIGN(sizeof(struct zcx_ib_hdr), dma_get_cache_alignment());
 	struct zcx_ib_rx *rx;
 	int ret = 0;
 	u32 i;
 
+	conn->rx_hdrs = kcalloc(depth, stride, GFP_KERNEL_ACCOUNT);
+	if (!conn->rx_hdrs)
+		return -ENOMEM;
+	conn->rx_hdrs_dma = ib_dma_map_single(conn->ibdev, conn->rx_hdrs, depth * stride,
+					      DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(conn->ibdev, conn->rx_hdrs_dma))
+		return -ENOMEM;
+	conn->rx_hdrs_size = depth * stride;
 	for (i = 0; i < depth && !ret; i++) {
-		rx = zcx_ib_rx_alloc(conn);
+		rx = zcx_ib_rx_alloc(conn, i, stride);
 		if (!rx)
 			return -ENOMEM;
 		spin_lock(&conn->lock);

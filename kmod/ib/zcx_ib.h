@@ -245,9 +245,9 @@ struct zcx_ib_rx {
 	struct ib_cqe cqe;
 	struct zcx_ib_conn *conn;
 	struct list_head link;
-	u64 hdr_dma;		/* @hdr mapped, while posted */
+	u64 hdr_dma;		/* @hdr's place in conn->rx_hdrs_dma, unless a copy */
 	u64 dma;		/* @buf mapped, while posted */
-	struct zcx_ib_hdr *hdr;	/* the message's header ... */
+	struct zcx_ib_hdr *hdr;	/* the message's header (conn->rx_hdrs, or its own) ... */
 	void *buf;		/* ... and its body (conn->rx_size bytes; a copy's: its own) */
 	bool copy;		/* a copy of the message (its length), freed, not posted */
 	bool unreceived;	/* an EAGER message zcx.ko holds: in conn->unreceived */
@@ -416,6 +416,9 @@ struct zcx_ib_tx {
  * @quiet_cqe:	the completion of unsignalled work requests, which only
  *		completes when flushed or failed.
  * @rx_size:	bytes of each receive buffer's body (after the header).
+ * @rx_hdrs:	the receive buffers' headers (xfer.c), freed with @conn ...
+ * @rx_hdrs_dma: ... mapped there, @rx_hdrs_size bytes, until the drain (0:
+ *		not mapped).
  * @rx_depth:	passive: its receive buffers for messages; active: the
  *		peer's, as its welcome told (set before the connection is up).
  * @credits:	active: messages we may send, the peer having buffers posted
@@ -488,6 +491,9 @@ struct zcx_ib_conn {
 	bool read_mr;
 	struct ib_cqe quiet_cqe;
 	u32 rx_size;
+	void *rx_hdrs;
+	u64 rx_hdrs_dma;
+	size_t rx_hdrs_size;
 	u32 rx_depth;
 	u32 credits;
 	u32 lent;
@@ -532,6 +538,7 @@ bool zcx_ib_queue_work(struct work_struct *work);
 
 /* xfer.c */
 int zcx_ib_rx_fill(struct zcx_ib_conn *conn, u32 depth);
+void zcx_ib_rx_hdrs_unmap(struct zcx_ib_conn *conn);
 void zcx_ib_release_rx(void *rx);
 void zcx_ib_send(struct zcx_conn *zconn, struct zcx_op *op);
 void zcx_ib_pull(void *rx, struct zcx_op *recv, u64 len);
