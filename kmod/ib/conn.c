@@ -16,7 +16,9 @@
  * connect's caller, or from the device's removal: it stops posting,
  * disconnects, drains the queue pair (which completes what was posted),
  * and frees the verbs resources.  Messages zcx.ko still holds are plain
- * memory by then (unmapped when they arrived) and outlive it.
+ * memory by then (their bodies unmapped when they arrived, their headers
+ * in an array unmapped after the drain and freed with the connection,
+ * which they hold) and outlive it.
  */
 #include <linux/inet.h>
 #include <linux/in.h>
@@ -217,11 +219,12 @@ static void zcx_ib_qp_destroy(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 		zcx_ib_ctl_free(conn);
 		zcx_ib_mrs_free(conn);
 	}
-	zcx_ib_rx_hdrs_unmap(conn);
 	if (conn->cq) {
 		ib_free_cq(conn->cq);
 		conn->cq = NULL;
 	}
+	/* No completion handler runs any more, even if the drain failed. */
+	zcx_ib_rx_hdrs_unmap(conn);
 	if (conn->pd) {
 		ib_dealloc_pd(conn->pd);
 		conn->pd = NULL;
