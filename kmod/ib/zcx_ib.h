@@ -417,8 +417,8 @@ struct zcx_ib_tx {
  *		completes when flushed or failed.
  * @rx_size:	bytes of each receive buffer's body (after the header).
  * @rx_hdrs:	the receive buffers' headers (xfer.c), freed with @conn ...
- * @rx_hdrs_dma: ... mapped there, @rx_hdrs_size bytes, until the drain (0:
- *		not mapped).
+ * @rx_hdrs_dma: ... mapped there, @rx_hdrs_size bytes (0: not mapped),
+ *		until the teardown.
  * @rx_depth:	passive: its receive buffers for messages; active: the
  *		peer's, as its welcome told (set before the connection is up).
  * @credits:	active: messages we may send, the peer having buffers posted
