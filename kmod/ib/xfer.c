@@ -102,7 +102,7 @@ static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
 	kfree(rx);
 }
 
-/* After the drain: the device writes no more headers. */
+/* Once the CQ is freed: the device writes, and a handler syncs, no more headers. */
 void zcx_ib_rx_hdrs_unmap(struct zcx_ib_conn *conn)
 {
 	if (conn->rx_hdrs_size)
