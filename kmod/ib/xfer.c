@@ -70,22 +70,40 @@ static_assert(ZCX_IB_EAGER_QUEUE(ZCX_IB_RX_MIN) >= 1 && ZCX_IB_CREDIT_LOW(ZCX_IB
  * are one array, a dma_get_cache_alignment() slot each (so that none
  * shares a cache line where DMA must not), mapped once for the
  * connection's life and freed with it (held messages point into it); a
- * body is mapped while posted.  An accepted connection's are charged to
- * its endpoint's owner (conn.c).
+ * body is mapped while posted.  A reply's body is too small for an
+ * allocation and a mapping of its own, which would share cache lines
+ * with other buffers: it follows its header in the slot.  An accepted
+ * connection's buffers are charged to its endpoint's owner (conn.c).
  */
+
+/* Bytes of a buffer's body kept in its header's slot: a reply's all, a message's none. */
+static u32 zcx_ib_rx_slot_body(const struct zcx_ib_conn *conn)
+{
+	return conn->passive ? 0 : conn->rx_size;
+}
+
+/* Bytes of a slot the device writes. */
+static u32 zcx_ib_rx_slot_len(const struct zcx_ib_conn *conn)
+{
+	return sizeof(struct zcx_ib_hdr) + zcx_ib_rx_slot_body(conn);
+}
+
 static struct zcx_ib_rx *zcx_ib_rx_alloc(struct zcx_ib_conn *conn, u32 slot, size_t stride)
 {
 	struct zcx_ib_rx *rx = kmalloc(sizeof(*rx), GFP_KERNEL_ACCOUNT);
 
 	if (!rx)
 		return NULL;
-	rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
+	rx->hdr = conn->rx_hdrs + slot * stride;
+	rx->hdr_dma = conn->rx_hdrs_dma + slot * stride;
+	if (zcx_ib_rx_slot_body(conn))
+		rx->buf = rx->hdr + 1;
+	else
+		rx->buf = kmalloc(conn->rx_size, GFP_KERNEL_ACCOUNT);
 	if (!rx->buf) {
 		kfree(rx);
 		return NULL;
 	}
-	rx->hdr = conn->rx_hdrs + slot * stride;
-	rx->hdr_dma = conn->rx_hdrs_dma + slot * stride;
 	rx->conn = conn;
 	rx->copy = false;
 	rx->unreceived = false;
@@ -98,7 +116,8 @@ static void zcx_ib_rx_free(struct zcx_ib_rx *rx)
 {
 	if (rx->copy)
 		kfree(rx->hdr);
-	kfree(rx->buf);
+	if (rx->copy || !zcx_ib_rx_slot_body(rx->conn))
+		kfree(rx->buf);
 	kfree(rx);
 }
 
@@ -116,8 +135,10 @@ static void zcx_ib_rx_done(struct ib_cq *cq, struct ib_wc *wc);
 /* @rx was posted: the device is done with it. */
 static void zcx_ib_rx_unmap(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 {
-	ib_dma_sync_single_for_cpu(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
-	ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
+	ib_dma_sync_single_for_cpu(conn->ibdev, rx->hdr_dma, zcx_ib_rx_slot_len(conn),
+				   DMA_FROM_DEVICE);
+	if (!zcx_ib_rx_slot_body(conn))
+		ib_dma_unmap_single(conn->ibdev, rx->dma, conn->rx_size, DMA_FROM_DEVICE);
 }
 
 /* Post @rx; conn->lock held.  0, or -errno (the caller keeps @rx). */
@@ -129,19 +150,22 @@ static int zcx_ib_rx_post_locked(struct zcx_ib_conn *conn, struct zcx_ib_rx *rx)
 
 	if (conn->state == ZCX_IB_DEAD)
 		return -ECONNRESET;
-	rx->dma = ib_dma_map_single(conn->ibdev, rx->buf, conn->rx_size, DMA_FROM_DEVICE);
-	if (ib_dma_mapping_error(conn->ibdev, rx->dma))
-		return -ENOMEM;
-	ib_dma_sync_single_for_device(conn->ibdev, rx->hdr_dma, sizeof(*rx->hdr), DMA_FROM_DEVICE);
 	sge[0].addr = rx->hdr_dma;
-	sge[0].length = sizeof(*rx->hdr);
-	sge[1].addr = rx->dma;
-	sge[1].length = conn->rx_size;
+	sge[0].length = zcx_ib_rx_slot_len(conn);
 	sge[0].lkey = sge[1].lkey = conn->pd->local_dma_lkey;
+	wr.num_sge = 1;
+	if (!zcx_ib_rx_slot_body(conn)) {
+		rx->dma = ib_dma_map_single(conn->ibdev, rx->buf, conn->rx_size, DMA_FROM_DEVICE);
+		if (ib_dma_mapping_error(conn->ibdev, rx->dma))
+			return -ENOMEM;
+		sge[1].addr = rx->dma;
+		sge[1].length = conn->rx_size;
+		wr.num_sge = 2;
+	}
+	ib_dma_sync_single_for_device(conn->ibdev, rx->hdr_dma, sge[0].length, DMA_FROM_DEVICE);
 	rx->cqe.done = zcx_ib_rx_done;
 	wr.wr_cqe = &rx->cqe;
 	wr.sg_list = sge;
-	wr.num_sge = 2;
 	ret = ib_post_recv(conn->qp, &wr, NULL);
 	if (ret)
 		zcx_ib_rx_unmap(conn, rx);
@@ -383,7 +407,7 @@ static void zcx_ib_ctl_sent(struct ib_cq *cq, struct ib_wc *wc)
 /* Post @depth receive buffers on @conn, once. */
 int zcx_ib_rx_fill(struct zcx_ib_conn *conn, u32 depth)
 {
-	size_t stride = ALIGN(sizeof(struct zcx_ib_hdr), dma_get_cache_alignment());
+	size_t stride = ALIGN(zcx_ib_rx_slot_len(conn), dma_get_cache_alignment());
 	struct zcx_ib_rx *rx;
 	int ret = 0;
 	u32 i;

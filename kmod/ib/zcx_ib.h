@@ -246,10 +246,10 @@ struct zcx_ib_rx {
 	struct zcx_ib_conn *conn;
 	struct list_head link;
 	u64 hdr_dma;		/* @hdr's place in conn->rx_hdrs_dma, unless a copy */
-	u64 dma;		/* @buf mapped, while posted */
-	struct zcx_ib_hdr *hdr;	/* the message's header (conn->rx_hdrs, or its own) ... */
-	void *buf;		/* ... and its body (conn->rx_size bytes; a copy's: its own) */
-	bool copy;		/* a copy of the message (its length), freed, not posted */
+	u64 dma;		/* @buf mapped, while posted, unless in @hdr's slot */
+	struct zcx_ib_hdr *hdr;	/* the message's header (in conn->rx_hdrs) ... */
+	void *buf;		/* ... its body (rx_size bytes; a reply's: in @hdr's slot) */
+	bool copy;		/* a copy (its own header and body), freed, not posted */
 	bool unreceived;	/* an EAGER message zcx.ko holds: in conn->unreceived */
 	u32 rts_copy;		/* an RTS zcx.ko holds: its bytes, in conn->rts_copied */
 };
@@ -416,7 +416,8 @@ struct zcx_ib_tx {
  * @quiet_cqe:	the completion of unsignalled work requests, which only
  *		completes when flushed or failed.
  * @rx_size:	bytes of each receive buffer's body (after the header).
- * @rx_hdrs:	the receive buffers' headers (xfer.c), freed with @conn ...
+ * @rx_hdrs:	the receive buffers' headers, and the bodies of replies
+ *		(xfer.c), freed with @conn ...
  * @rx_hdrs_dma: ... mapped there, @rx_hdrs_size bytes (0: not mapped),
  *		until the teardown.
  * @rx_depth:	passive: its receive buffers for messages; active: the
