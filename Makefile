@@ -224,8 +224,9 @@ $(ZCX_TWONODE): $(TOP)/tools/zcx_twonode.c $(LIB_SO) $(LIB_HDRS)
 	$(CC) -std=c11 $(WARN) $(CFLAGS) -I$(TOP)/uapi -I$(TOP)/libshim $< -o $@ \
 		-L$(BUILD)/lib -Wl,-rpath,$(BUILD)/lib -lzcx
 
-# Ranks of a job whose group fails in one rank (selftests/zcx_pmix_test.sh
-# runs it under mpirun); built with the selftests.
+# Ranks of a job whose group fails in one rank, or that trades through two
+# job handles (selftests/zcx_pmix_test.sh runs it under mpirun); built with
+# the selftests.
 ZCX_PMIX_CHECK := $(BUILD)/tools/zcx_pmix_group_check
 
 selftests: $(ZCX_PMIX_CHECK)

@@ -2,9 +2,11 @@
 /*
  * pmix.c - libzcx-pmix: zcx addresses traded through PMIx's key-value
  * store.  Each collective puts this process's blob under a key of its
- * own ("zcx.<n>", n counting the job handle's collectives, which every
- * rank makes in the same order), fences once, and reads the blobs it
- * needs.
+ * own ("zcx.<h>.<n>": h counting the process's job handles, n the
+ * handle's collectives, which every rank makes in the same order), fences
+ * once, and reads the blobs it needs.  A key is never put twice: a rank
+ * that is one collective ahead would otherwise replace a blob that a
+ * slower one has yet to read.
  */
 /* PMIx's header uses POSIX and BSD string functions. */
 #define _DEFAULT_SOURCE
@@ -28,9 +30,13 @@ struct zcx_pmix {
 	pmix_proc_t self;
 	uint32_t size;
 	bool single;		/* no launcher: a job of one, PMIx unused */
-	unsigned int seq;	/* collectives made, for their keys */
+	unsigned int handle;	/* job handles made before this one, for its keys ... */
+	unsigned int seq;	/* ... and its collectives made */
 	int timeout;		/* seconds PMIx may take for each step; 0: no limit */
 };
+
+/* Job handles this process made, in the order every rank makes them. */
+static unsigned int zcx_pmix_handles;
 
 static int zcx_pmix_error(const char *what, pmix_status_t rc)
 {
@@ -47,6 +53,7 @@ ZCX_EXPORT int zcx_pmix_init(struct zcx_pmix **out)
 
 	if (!job)
 		return -ENOMEM;
+	job->handle = __atomic_fetch_add(&zcx_pmix_handles, 1, __ATOMIC_RELAXED);
 	/* A launcher always names the job; without one there is no server. */
 	if (!getenv("PMIX_NAMESPACE")) {
 		job->single = true;
@@ -119,7 +126,7 @@ static int zcx_pmix_exchange(struct zcx_pmix *job, const void *blob, size_t len,
 	bool yes = true;
 	size_t n, i;
 
-	snprintf(key, key_size, "zcx.%u", job->seq++);
+	snprintf(key, key_size, "zcx.%u.%u", job->handle, job->seq++);
 	if (blob) {
 		val.type = PMIX_BYTE_OBJECT;
 		val.data.bo.bytes = (char *)blob;

@@ -8,7 +8,8 @@
 # fails at once; five ranks meet in a group (-N) on the node; a group in
 # which one rank's part fails (tools/zcx_pmix_group_check) fails in every
 # rank, none waiting for ever, whether that rank failed after the
-# addresses were traded or before; as root,
+# addresses were traded or before; a process's two job handles trade
+# apart; as root,
 # also through the RDMA backend (-N -F: Soft-RoCE on a veth of its own,
 # zcx_ib listening, a group barrier).  TAP output;
 # skips without mpirun, the example or /dev/zcx.
@@ -23,7 +24,7 @@ rounds=100
 # --oversubscribe.
 mpirun=(mpirun --allow-run-as-root --oversubscribe)
 check=${ZCX_PMIX_GROUP_CHECK:-$here/../build/tools/zcx_pmix_group_check}
-tests=9
+tests=10
 
 echo "TAP version 13"
 echo "1..$tests"
@@ -136,6 +137,26 @@ if [ -x "$check" ]; then
 else
 	n=$((n + 1))
 	echo "ok $n pmix.group_times_out_without_a_rank # SKIP no $check"
+fi
+
+# Two job handles in each rank, collectives by turns on each: every rank
+# gets what every other sent in that collective (100 of them, so that a
+# rank one collective ahead of another has its chances to get in the way).
+two_handles() {
+	local nprocs=3 collectives=100 rc r expected
+	timeout 120 "${mpirun[@]}" -n $nprocs "$check" -t $collectives > "$log" 2>&1
+	rc=$?
+	expected=$(for r in $(seq 0 $((nprocs - 1))); do
+		echo "rank $r: $collectives collectives, 0 wrong"
+	done)
+	report two_job_handles_trade_apart $rc "$expected"
+}
+
+if [ -x "$check" ]; then
+	two_handles
+else
+	n=$((n + 1))
+	echo "ok $n pmix.two_job_handles_trade_apart # SKIP no $check"
 fi
 
 # A job whose launcher is gone: an error, not a job of one.

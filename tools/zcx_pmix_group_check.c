@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * zcx_pmix_group_check - one rank of a job that makes a group through
- * libzcx-pmix where one rank's part fails: what selftests/zcx_pmix_test.sh
- * runs under mpirun.
+ * libzcx-pmix where one rank's part fails, or that trades through two job
+ * handles: what selftests/zcx_pmix_test.sh runs under mpirun.
  *
  * Usage: zcx_pmix_group_check [-c RANK] [-e RANK] [-n BARRIERS]
- *                             [-a RANK -d DIR]
+ *                             [-a RANK -d DIR] [-t COLLECTIVES]
  *   -c RANK  that rank connects with flags no module knows (-EINVAL after
  *            the addresses were traded);
  *   -e RANK  that rank creates its endpoints with flags no module knows
@@ -14,13 +14,19 @@
  *   -a RANK  that rank stays away: the others, with a timeout of
  *            TIMEOUT_S (zcx_pmix_set_timeout()), each create DIR/R once
  *            they have their group's outcome; the absent rank leaves once
- *            it sees them all (within ABSENT_MAX_S).
+ *            it sees them all (within ABSENT_MAX_S);
+ *   -t COLLECTIVES  no group: every rank makes a second job handle, then
+ *            that many allgathers, by turns on each handle, of made-up
+ *            addresses that tell the collective and the rank.
  *
  * Each rank prints "rank R: group E" (E: zcx_pmix_group()'s return) and,
  * if it got the group, "rank R: N barriers, ok" once N barriers passed, or
- * "rank R: barrier E"; an absent rank "rank R: away, N came back".  Exits 0 unless PMIx or zcx cannot be set up, so
- * that the launcher lets every rank report; a rank waiting for ever is
- * what the caller's timeout catches.
+ * "rank R: barrier E"; an absent rank "rank R: away, N came back"; with -t,
+ * "rank R: N collectives, W wrong" (W: addresses not the ones sent), or
+ * "rank R: allgather E".
+ * Exits 0 unless PMIx or zcx cannot be set up, so that the launcher lets
+ * every rank report; a rank waiting for ever is what the caller's timeout
+ * catches.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,17 +84,45 @@ static void come_back(const char *dir, uint32_t rank)
 		close(fd);
 }
 
+/*
+ * Collective k on handle k % 2 of @jobs: every rank must get from rank r
+ * the address it made for (k, r).  The number of addresses that were not,
+ * or a negative errno.
+ */
+static long two_handles(struct zcx_pmix *jobs[2], long collectives)
+{
+	uint32_t r, rank = zcx_pmix_rank(jobs[0]), size = zcx_pmix_size(jobs[0]);
+	struct zcx_addr mine = { 0 }, *all = calloc(size, sizeof(*all));
+	long k, wrong = 0;
+	int ret;
+
+	if (!all)
+		return -ENOMEM;
+	for (k = 0; k < collectives; k++) {
+		mine.id = (uint64_t)k << 32 | rank;
+		ret = zcx_pmix_allgather(jobs[k % 2], &mine, all);
+		if (ret) {
+			free(all);
+			return ret;
+		}
+		for (r = 0; r < size; r++)
+			wrong += all[r].id != ((uint64_t)k << 32 | r);
+	}
+	free(all);
+	return wrong;
+}
+
 int main(int argc, char **argv)
 {
-	long bad_connect = -1, bad_create = -1, absent = -1, barriers = 10, i;
+	long bad_connect = -1, bad_create = -1, absent = -1, barriers = 10, collectives = 0, i;
 	const char *dir = NULL;
 	struct zcx_group *g;
-	struct zcx_pmix *job;
+	struct zcx_pmix *job, *jobs[2];
 	struct zcx *zcx;
 	uint32_t rank;
 	int opt, ret;
 
-	while ((opt = getopt(argc, argv, "a:c:d:e:n:")) != -1) {
+	while ((opt = getopt(argc, argv, "a:c:d:e:n:t:")) != -1) {
 		switch (opt) {
 		case 'a':
 			absent = strtol(optarg, NULL, 0);
@@ -105,8 +139,12 @@ int main(int argc, char **argv)
 		case 'n':
 			barriers = strtol(optarg, NULL, 0);
 			break;
+		case 't':
+			collectives = strtol(optarg, NULL, 0);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-c RANK] [-e RANK] [-n BARRIERS] [-a RANK -d DIR]\n",
+			fprintf(stderr,
+				"usage: %s [-c RANK] [-e RANK] [-n BARRIERS] [-a RANK -d DIR] [-t COLLECTIVES]\n",
 				argv[0]);
 			return 2;
 		}
@@ -121,6 +159,23 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	rank = zcx_pmix_rank(job);
+	if (collectives) {
+		jobs[0] = job;
+		ret = zcx_pmix_init(&jobs[1]);
+		if (ret) {
+			fprintf(stderr, "zcx_pmix_init, a second time: %s\n", strerror(-ret));
+			zcx_pmix_fini(job);
+			return 1;
+		}
+		i = two_handles(jobs, collectives);
+		if (i < 0)
+			printf("rank %u: allgather %ld\n", rank, i);
+		else
+			printf("rank %u: %ld collectives, %ld wrong\n", rank, collectives, i);
+		zcx_pmix_fini(jobs[1]);
+		zcx_pmix_fini(job);
+		return 0;
+	}
 	if (rank == absent) {
 		printf("rank %u: away, %u came back\n", rank, stay_away(dir, zcx_pmix_size(job), rank));
 		zcx_pmix_fini(job);
