@@ -53,7 +53,6 @@ ZCX_EXPORT int zcx_pmix_init(struct zcx_pmix **out)
 
 	if (!job)
 		return -ENOMEM;
-	job->handle = __atomic_fetch_add(&zcx_pmix_handles, 1, __ATOMIC_RELAXED);
 	/* A launcher always names the job; without one there is no server. */
 	if (!getenv("PMIX_NAMESPACE")) {
 		job->single = true;
@@ -79,6 +78,8 @@ ZCX_EXPORT int zcx_pmix_init(struct zcx_pmix **out)
 	}
 	job->size = val->data.uint32;
 	PMIX_VALUE_RELEASE(val);
+	/* Only a handle made counts: a rank that retries keeps in step. */
+	job->handle = __atomic_fetch_add(&zcx_pmix_handles, 1, __ATOMIC_RELAXED);
 	*out = job;
 	return 0;
 }

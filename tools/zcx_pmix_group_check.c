@@ -15,9 +15,10 @@
  *            TIMEOUT_S (zcx_pmix_set_timeout()), each create DIR/R once
  *            they have their group's outcome; the absent rank leaves once
  *            it sees them all (within ABSENT_MAX_S);
- *   -t COLLECTIVES  no group: every rank makes a second job handle, then
- *            that many allgathers, by turns on each handle, of made-up
- *            addresses that tell the collective and the rank.
+ *   -t COLLECTIVES  no group (the options above are ignored): every rank
+ *            makes a second job handle, then that many allgathers, by
+ *            turns on each handle, of made-up addresses that tell the
+ *            collective and the rank.
  *
  * Each rank prints "rank R: group E" (E: zcx_pmix_group()'s return) and,
  * if it got the group, "rank R: N barriers, ok" once N barriers passed, or
@@ -141,6 +142,10 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			collectives = strtol(optarg, NULL, 0);
+			if (collectives <= 0) {
+				fprintf(stderr, "-t needs a positive count\n");
+				return 2;
+			}
 			break;
 		default:
 			fprintf(stderr,

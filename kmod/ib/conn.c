@@ -189,7 +189,7 @@ static int zcx_ib_qp_create(struct zcx_ib_conn *conn, struct rdma_cm_id *id)
 	attr.cap.max_send_wr = conn->sq_depth + 1;
 	attr.cap.max_recv_wr = rx_depth + 1;
 	attr.cap.max_send_sge = max(2U, conn->rdma_sge);
-	attr.cap.max_recv_sge = 2;	/* header and body */
+	attr.cap.max_recv_sge = 2;	/* header and body (accepted; a reply's: 1) */
 	attr.sq_sig_type = IB_SIGNAL_REQ_WR;
 	attr.qp_type = IB_QPT_RC;
 	ret = rdma_create_qp(id, conn->pd, &attr);

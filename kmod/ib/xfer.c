@@ -67,8 +67,8 @@ static_assert(ZCX_IB_EAGER_QUEUE(ZCX_IB_RX_MIN) >= 1 && ZCX_IB_CREDIT_LOW(ZCX_IB
  * ZCX_IB_INLINE bytes on an accepted connection then fill a kmalloc()
  * size of their own (header and body in one would take 8 KiB and a bit,
  * which the allocator rounds up).  The headers of a connection's buffers
- * are one array, a dma_get_cache_alignment() slot each (so that none
- * shares a cache line where DMA must not), mapped once for the
+ * are one array, a slot each rounded up to dma_get_cache_alignment() (so
+ * that none shares a cache line where DMA must not), mapped once for the
  * connection's life and freed with it (held messages point into it); a
  * body is mapped while posted.  A reply's body is too small for an
  * allocation and a mapping of its own, which would share cache lines

@@ -247,7 +247,7 @@ struct zcx_ib_rx {
 	struct list_head link;
 	u64 hdr_dma;		/* @hdr's place in conn->rx_hdrs_dma, unless a copy */
 	u64 dma;		/* @buf mapped, while posted, unless in @hdr's slot */
-	struct zcx_ib_hdr *hdr;	/* the message's header (in conn->rx_hdrs) ... */
+	struct zcx_ib_hdr *hdr;	/* its header (in conn->rx_hdrs, unless a copy) ... */
 	void *buf;		/* ... its body (rx_size bytes; a reply's: in @hdr's slot) */
 	bool copy;		/* a copy (its own header and body), freed, not posted */
 	bool unreceived;	/* an EAGER message zcx.ko holds: in conn->unreceived */
