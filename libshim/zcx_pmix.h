@@ -25,8 +25,9 @@
  * collectives); they block until all have.  A job handle is for one
  * thread at a time.  A process may have several (two libraries each with
  * its own, say) if every rank makes them one after the other in the same
- * order: each handle's collectives then trade under keys of their own.  PMIx may be in use
- * beside it (by MPI, say): PMIx counts initialisations.
+ * order: each handle's collectives then trade under keys of their own.
+ * PMIx may be in use beside it (by MPI, say): PMIx counts
+ * initialisations.
  *
  * Functions return 0 or a negative errno: -ENOMEM; -EIO when PMIx fails
  * (its message on stderr, a missing key included); -ETIMEDOUT when a

@@ -17,8 +17,8 @@
  * disconnects, drains the queue pair (which completes what was posted),
  * and frees the verbs resources.  Messages zcx.ko still holds are plain
  * memory by then (their bodies unmapped when they arrived, their headers
- * in an array unmapped after the drain and freed with the connection,
- * which they hold) and outlive it.
+ * in an array unmapped once the CQ is freed and freed with the
+ * connection, which they hold) and outlive it.
  */
 #include <linux/inet.h>
 #include <linux/in.h>
